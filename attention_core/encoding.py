@@ -1,0 +1,159 @@
+"""Sentences → token ids for the model, with unknown words and truncation reported.
+
+A run's vocabulary is every word of its training data that the embedding table knows
+(most frequent first), plus ``<pad>`` = 0 and ``<unk>`` = 1. At prediction time a word the
+run never saw but the table knows is still read: its vector is passed as an ``extra`` row.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from attention_core.embeddings import Embeddings
+from attention_core.errors import ConfigError, EmbeddingError
+from attention_core.text import TOKENIZERS
+
+PAD, UNK = 0, 1
+UNKNOWN_MODES = ("drop", "unk")
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One sentence as the model sees it, and what happened on the way."""
+
+    text: str
+    tokens: tuple[str, ...]  # the tokens fed to the model (unknown ones as "<unk>" or dropped)
+    ids: tuple[int, ...]
+    unknown: tuple[str, ...]  # words the embedding table does not know
+    n_tokens: int  # tokens before dropping / truncation
+    truncated: int  # tokens cut off at the end (max_tokens)
+    extra_words: tuple[str, ...] = field(default=())  # known words outside the run vocabulary
+
+    @property
+    def notes(self) -> list[str]:
+        out = []
+        if self.unknown:
+            how = "dropped" if "<unk>" not in self.tokens else "read as <unk>"
+            out.append(f"{len(self.unknown)} unknown word(s) {how}: {', '.join(self.unknown)}")
+        if self.truncated:
+            out.append(f"text truncated: the last {self.truncated} token(s) were cut off")
+        return out
+
+
+@dataclass
+class Batch:
+    """Padded token ids for a batch. Shapes: ids (B, T), mask (B, T), labels (B,), extra (X, E)."""
+
+    ids: Tensor
+    mask: Tensor
+    labels: Tensor | None = None
+    extra: Tensor | None = None
+
+
+class TextEncoder:
+    """Tokenize, look up and pad sentences for one run.
+
+    Example:
+        >>> enc = TextEncoder.build(load_embeddings(), ["a good day"])
+        >>> enc.encode("a bad day").tokens
+        ('a', 'bad', 'day')
+    """
+
+    def __init__(
+        self,
+        embeddings: Embeddings,
+        words: Sequence[str],
+        *,
+        tokenizer: str = "glove",
+        unknown: str = "unk",
+        max_tokens: int = 64,
+    ) -> None:
+        if tokenizer not in TOKENIZERS:
+            raise ConfigError(f"unknown tokenizer {tokenizer!r}", f"choose one of {', '.join(TOKENIZERS)}")
+        if unknown not in UNKNOWN_MODES:
+            raise ConfigError(f"unknown-word mode {unknown!r} is not valid", "choose 'drop' (the seed's) or 'unk'")
+        if max_tokens < 1:
+            raise ConfigError(f"max_tokens = {max_tokens} is not valid", "use a positive number, e.g. 64")
+        self.embeddings = embeddings
+        self.words = list(words)
+        self.word_to_id = {w: i + 2 for i, w in enumerate(self.words)}
+        self.tokenizer, self.unknown, self.max_tokens = tokenizer, unknown, max_tokens
+        self._tokenize = TOKENIZERS[tokenizer]
+
+    @classmethod
+    def build(cls, embeddings: Embeddings, texts: Iterable[str], **kwargs) -> TextEncoder:
+        """A run vocabulary from ``texts``: every known word, most frequent first."""
+        tok = TOKENIZERS[kwargs.get("tokenizer", "glove")]
+        counts = Counter(t for text in texts for t in tok(text) if t in embeddings)
+        return cls(embeddings, [w for w, _ in counts.most_common()], **kwargs)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.words) + 2
+
+    def vectors(self) -> Tensor:
+        """Initial embedding rows for the run vocabulary (pad and unk are zero). Shape (V, E)."""
+        table = np.zeros((self.vocab_size, self.embeddings.dim), dtype=np.float32)
+        if self.words:
+            table[2:] = self.embeddings.vectors(self.words)
+        return torch.from_numpy(table)
+
+    def encode(self, text: str) -> Encoded:
+        tokens = self._tokenize(text)
+        n_tokens = len(tokens)
+        kept, ids, unknown, extra = [], [], [], []
+        for tok in tokens:
+            i = self.word_to_id.get(tok)
+            if i is None and tok in self.embeddings:
+                if tok not in extra:
+                    extra.append(tok)
+                i = self.vocab_size + extra.index(tok)
+            if i is None:
+                unknown.append(tok)
+                if self.unknown == "drop":
+                    continue
+                tok, i = "<unk>", UNK
+            kept.append(tok)
+            ids.append(i)
+        truncated = max(0, len(ids) - self.max_tokens)
+        kept, ids = kept[: self.max_tokens], ids[: self.max_tokens]
+        return Encoded(text, tuple(kept), tuple(ids), tuple(unknown), n_tokens, truncated, tuple(extra))
+
+    def encode_for_model(self, text: str) -> tuple[Encoded, Batch]:
+        """Encode one sentence into a batch of one; error if no word is known."""
+        enc = self.encode(text)
+        if not enc.ids or all(i == UNK for i in enc.ids):
+            shown = text if len(text) < 60 else text[:57] + "…"
+            raise EmbeddingError(
+                f"none of the words in {shown!r} are in the vocabulary ({self.embeddings.source.describe()})",
+                "type an English sentence with common words",
+            )
+        return enc, self.collate([enc])
+
+    def collate(self, encoded: Sequence[Encoded], labels: Sequence[int] | None = None) -> Batch:
+        """Pad to the longest sentence; gather ``extra`` vectors for out-of-run words."""
+        t = max(1, max(len(e.ids) for e in encoded))
+        ids = torch.zeros(len(encoded), t, dtype=torch.long)
+        extra_words: list[str] = []
+        for row, e in enumerate(encoded):
+            local = [i if i < self.vocab_size else self.vocab_size + len(extra_words) + (i - self.vocab_size) for i in e.ids]
+            ids[row, : len(local)] = torch.tensor(local, dtype=torch.long)
+            extra_words.extend(e.extra_words)
+        extra = torch.from_numpy(self.embeddings.vectors(extra_words)) if extra_words else None
+        lab = torch.tensor(labels, dtype=torch.long) if labels is not None else None
+        return Batch(ids, ids != PAD, lab, extra)
+
+    def to_dict(self) -> dict:
+        return {
+            "tokenizer": self.tokenizer,
+            "unknown": self.unknown,
+            "max_tokens": self.max_tokens,
+            "embedding": self.embeddings.source.to_dict(),
+            "words": self.words,
+        }

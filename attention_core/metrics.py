@@ -1,0 +1,54 @@
+"""Classification metrics from predictions: accuracy, macro F1, confusion, per-class scores."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Metrics:
+    accuracy: float
+    macro_f1: float
+    n: int
+    confusion: list[list[int]]  # rows = true label, columns = predicted label
+    labels: list[str]
+    precision: list[float]
+    recall: list[float]
+    f1: list[float]
+    support: list[int]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def classification_metrics(y_true: Sequence[int], y_pred: Sequence[int], labels: Sequence[str]) -> Metrics:
+    """Accuracy, macro F1 and the confusion matrix (rows true, columns predicted).
+
+    Example:
+        >>> classification_metrics([0, 1, 1], [0, 1, 0], ["neg", "pos"]).accuracy
+        0.6666666666666666
+    """
+    k = len(labels)
+    confusion = np.zeros((k, k), dtype=np.int64)
+    np.add.at(confusion, (np.asarray(y_true, dtype=int), np.asarray(y_pred, dtype=int)), 1)
+    tp = np.diag(confusion).astype(float)
+    predicted, actual = confusion.sum(0), confusion.sum(1)
+    precision = np.divide(tp, predicted, out=np.zeros(k), where=predicted > 0)
+    recall = np.divide(tp, actual, out=np.zeros(k), where=actual > 0)
+    f1 = np.divide(2 * precision * recall, precision + recall, out=np.zeros(k), where=(precision + recall) > 0)
+    n = int(confusion.sum())
+    present = actual > 0  # macro F1 over classes that occur, like scikit-learn's labels=present
+    return Metrics(
+        accuracy=float(tp.sum() / n) if n else 0.0,
+        macro_f1=float(f1[present].mean()) if present.any() else 0.0,
+        n=n,
+        confusion=confusion.tolist(),
+        labels=list(labels),
+        precision=precision.tolist(),
+        recall=recall.tolist(),
+        f1=f1.tolist(),
+        support=actual.astype(int).tolist(),
+    )

@@ -1,0 +1,260 @@
+"""The attention classifier: word vectors → attention layers → pooling → class logits.
+
+Two named presets:
+
+* ``seed`` — the model of the seed post "Attention from Scratch in Julia": GloVe 50d plus the
+  word's position index appended as a 51st feature, one attention head with biases and no
+  output projection, no residual / layer norm / feed-forward, a linear head (kept frozen
+  during training, as in the post), mean pooling, softmax + cross entropy, N(0,1)/100 init
+  with V initialised equal to K.
+* ``default`` — a small transformer encoder (pre-norm blocks) tuned to learn well and fast
+  on a CPU.
+
+The forward pass returns the logits **and** every layer's attention weights, so the
+heatmaps a learner sees are the weights the prediction was computed from.
+
+Legend: B batch, T tokens, L layers, H heads, E embedding dim, D model dim, C classes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields, replace
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attention_core.attention import MultiHeadAttention
+from attention_core.errors import ConfigError
+
+POSITIONAL = ("none", "index", "sinusoidal", "learned")
+POOLING = ("mean", "max", "first")
+INIT = ("default", "seed")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Architecture of an :class:`AttentionClassifier`; saved as JSON with every run."""
+
+    n_classes: int = 2  # output classes (set from the data)
+    vocab_size: int = 2  # run vocabulary incl. <pad>=0 and <unk>=1 (set from the data)
+    embedding_dim: int = 50  # E, the word vectors' dim (GloVe 6B 50d: 50)
+    n_layers: int = 2  # attention layers stacked
+    n_heads: int = 4  # heads per layer; d_model must divide by it
+    d_model: int | None = 64  # D; None = the input dim (E, or E+1 with the position index)
+    positional: str = "sinusoidal"  # none | index (seed: append position 0,1,2… as a feature) | sinusoidal | learned
+    residual: bool = True  # x + attention(x) rather than attention(x)
+    layer_norm: bool = True  # pre-norm LayerNorm before attention / feed-forward, and at the end
+    feed_forward: bool = True  # a position-wise MLP after each attention
+    d_ff: int = 128  # hidden width of that MLP
+    attention_bias: bool = True  # biases in the q/k/v (and out) projections
+    attention_out_proj: bool = True  # an output projection after the heads (the seed has none)
+    pooling: str = "mean"  # mean | max | first: tokens → one sentence vector
+    dropout: float = 0.1  # on attention weights, block outputs and the pooled vector
+    freeze_embeddings: bool = True  # keep the pretrained word vectors fixed
+    freeze_head: bool = False  # keep the classifier head fixed (the seed post did)
+    max_len: int = 256  # longest sequence the positional encoding covers
+    init: str = "default"  # default (PyTorch's) | seed (N(0,1)/100 weights, zero biases, V = K)
+
+    def __post_init__(self) -> None:
+        def bad(name: str, value: object, hint: str) -> None:
+            raise ConfigError(f"{name} = {value!r} is not valid", hint)
+
+        if self.n_classes < 2:
+            bad("n_classes", self.n_classes, "a classifier needs at least 2 classes")
+        for name in ("n_layers", "n_heads", "embedding_dim", "d_ff", "max_len"):
+            if getattr(self, name) < 1:
+                bad(name, getattr(self, name), "use a positive number")
+        if self.n_layers > 12 or self.n_heads > 16:
+            bad("n_layers/n_heads", (self.n_layers, self.n_heads), "live CPU training allows up to 12 layers × 16 heads")
+        if self.positional not in POSITIONAL:
+            bad("positional", self.positional, f"choose one of {', '.join(POSITIONAL)}")
+        if self.pooling not in POOLING:
+            bad("pooling", self.pooling, f"choose one of {', '.join(POOLING)}")
+        if self.init not in INIT:
+            bad("init", self.init, f"choose one of {', '.join(INIT)}")
+        if not 0.0 <= self.dropout < 1.0:
+            bad("dropout", self.dropout, "use a value in [0, 1)")
+        if self.model_dim % self.n_heads:
+            bad("n_heads", self.n_heads, f"model dim {self.model_dim} must be divisible by the number of heads")
+        if self.n_layers > 1 and not self.attention_out_proj and not self.residual:
+            pass  # allowed: stacked bare attention, just unusual
+
+    @property
+    def input_dim(self) -> int:
+        """Features per token entering the model: E, plus 1 for the seed's position index."""
+        return self.embedding_dim + (1 if self.positional == "index" else 0)
+
+    @property
+    def model_dim(self) -> int:
+        return self.d_model or self.input_dim
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ModelConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ConfigError(f"unknown model setting(s) {sorted(unknown)}", f"known settings: {sorted(known)}")
+        return cls(**data)
+
+
+SEED_MODEL = ModelConfig(
+    n_classes=3,
+    n_layers=1,
+    n_heads=1,
+    d_model=None,  # 50 GloVe dims + 1 position index = 51
+    positional="index",
+    residual=False,
+    layer_norm=False,
+    feed_forward=False,
+    attention_out_proj=False,
+    pooling="mean",
+    dropout=0.0,
+    freeze_embeddings=True,
+    freeze_head=True,
+    init="seed",
+)
+DEFAULT_MODEL = ModelConfig()
+
+
+def sinusoidal_table(max_len: int, dim: int) -> Tensor:
+    """The fixed sin/cos positional encodings of "Attention Is All You Need". Shape (max_len, dim)."""
+    pos = torch.arange(max_len, dtype=torch.float32)[:, None]
+    freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))
+    table = torch.zeros(max_len, dim)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq)[:, : dim // 2]
+    return table
+
+
+class Block(nn.Module):
+    """One attention layer, optionally with residuals, pre-norm LayerNorm and a feed-forward MLP."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        d = cfg.model_dim
+        self.cfg = cfg
+        self.attn = MultiHeadAttention(
+            d, cfg.n_heads, bias=cfg.attention_bias, out_proj=cfg.attention_out_proj, dropout=cfg.dropout
+        )
+        self.norm1 = nn.LayerNorm(d) if cfg.layer_norm else nn.Identity()
+        self.norm2 = nn.LayerNorm(d) if cfg.layer_norm and cfg.feed_forward else nn.Identity()
+        self.ff = (
+            nn.Sequential(nn.Linear(d, cfg.d_ff), nn.GELU(), nn.Linear(cfg.d_ff, d)) if cfg.feed_forward else None
+        )
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool) -> tuple[Tensor, Tensor | None]:
+        a, weights = self.attn(self.norm1(x), mask=mask, need_weights=need_weights)  # (B, T, D), (B, H, T, T)
+        x = x + self.drop(a) if self.cfg.residual else self.drop(a)
+        if self.ff is not None:
+            f = self.drop(self.ff(self.norm2(x)))
+            x = x + f if self.cfg.residual else f
+        return x, weights
+
+
+class AttentionClassifier(nn.Module):
+    """Classify a token sequence; return logits and every layer's and head's attention.
+
+    Token ids index the run vocabulary (0 = <pad>, 1 = <unk>, 2… = words). Ids ≥ vocab_size
+    pick rows of ``extra``: vectors of words the run never saw in training but the embedding
+    table knows (used at prediction time, so a frozen-GloVe model can read new words).
+
+    Shape:
+        ids (B, T) long, mask (B, T) bool (True = real token), extra (X, E)
+        → logits (B, C), attention (L, B, H, T, T) or None when ``need_weights=False``.
+
+    Example:
+        >>> model = AttentionClassifier(ModelConfig(vocab_size=10, embedding_dim=8, d_model=8, n_heads=2))
+        >>> logits, attn = model(torch.tensor([[2, 3, 4]]))
+        >>> logits.shape, attn.shape
+        (torch.Size([1, 2]), torch.Size([2, 1, 2, 3, 3]))
+    """
+
+    def __init__(self, cfg: ModelConfig, vectors: Tensor | None = None) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embedding = nn.Embedding(cfg.vocab_size, cfg.embedding_dim, padding_idx=0)
+        if vectors is not None:
+            if tuple(vectors.shape) != (cfg.vocab_size, cfg.embedding_dim):
+                raise ValueError(f"vectors shape {tuple(vectors.shape)} != {(cfg.vocab_size, cfg.embedding_dim)}")
+            with torch.no_grad():
+                self.embedding.weight.copy_(vectors)
+        self.embedding.weight.requires_grad_(not cfg.freeze_embeddings)
+        self.unk = nn.Parameter(torch.zeros(cfg.embedding_dim))  # the learned <unk> vector
+        d = cfg.model_dim
+        self.input_proj = nn.Linear(cfg.input_dim, d) if d != cfg.input_dim else nn.Identity()
+        if cfg.positional == "sinusoidal":
+            self.register_buffer("pos_table", sinusoidal_table(cfg.max_len, d), persistent=False)
+        self.pos_embedding = nn.Embedding(cfg.max_len, d) if cfg.positional == "learned" else None
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.final_norm = nn.LayerNorm(d) if cfg.layer_norm else nn.Identity()
+        self.drop = nn.Dropout(cfg.dropout)
+        self.head = nn.Linear(d, cfg.n_classes)
+        if cfg.init == "seed":
+            self._seed_init()
+        self.head.requires_grad_(not cfg.freeze_head)
+
+    def _seed_init(self) -> None:
+        """The seed's ``randn(51, 51)/100`` weights, zero biases, and ``V = K``."""
+        with torch.no_grad():
+            for module in self.modules():
+                if isinstance(module, nn.Linear):
+                    module.weight.normal_(0.0, 0.01)
+                    if module.bias is not None:
+                        module.bias.zero_()
+            for block in self.blocks:
+                block.attn.v_proj.weight.copy_(block.attn.k_proj.weight)
+
+    def embed(self, ids: Tensor, extra: Tensor | None = None) -> Tensor:
+        """Token ids → input features. Shape (B, T) → (B, T, input_dim)."""
+        table = self.embedding.weight if extra is None else torch.cat([self.embedding.weight, extra.to(self.unk)])
+        x = F.embedding(ids, table)  # (B, T, E)
+        x = torch.where((ids == 1)[..., None], self.unk, x)
+        if self.cfg.positional == "index":  # the seed: vcat(x, 0:n-1)
+            pos = torch.arange(ids.shape[1], dtype=x.dtype, device=x.device)
+            x = torch.cat([x, pos.expand(ids.shape[0], -1)[..., None]], dim=-1)  # (B, T, E+1)
+        return x
+
+    def forward(
+        self, ids: Tensor, mask: Tensor | None = None, extra: Tensor | None = None, *, need_weights: bool = True
+    ) -> tuple[Tensor, Tensor | None]:
+        b, t = ids.shape
+        if t > self.cfg.max_len and self.cfg.positional in ("sinusoidal", "learned"):
+            raise ValueError(f"sequence of {t} tokens is longer than max_len={self.cfg.max_len}")
+        if mask is None:
+            mask = ids != 0
+        x = self.input_proj(self.embed(ids, extra))  # (B, T, D)
+        if self.cfg.positional == "sinusoidal":
+            x = x + self.pos_table[:t]
+        elif self.pos_embedding is not None:
+            x = x + self.pos_embedding.weight[:t]
+        x = self.drop(x)
+        attn_mask = mask[:, None, None, :]  # (B, 1, 1, T): padded keys are never attended
+        weights = []
+        for block in self.blocks:
+            x, w = block(x, attn_mask, need_weights)
+            weights.append(w)
+        x = self.final_norm(x)
+        pooled = self.drop(pool(x, mask, self.cfg.pooling))  # (B, D)
+        logits = self.head(pooled)  # (B, C)
+        return logits, torch.stack(weights) if need_weights else None  # (L, B, H, T, T)
+
+
+def pool(x: Tensor, mask: Tensor, how: str) -> Tensor:
+    """Tokens → one vector per sentence, ignoring padding. Shape (B, T, D), (B, T) → (B, D)."""
+    if how == "first":
+        return x[:, 0]
+    m = mask[..., None].to(x.dtype)  # (B, T, 1)
+    if how == "max":
+        return x.masked_fill(m == 0, float("-inf")).amax(dim=1)
+    return (x * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
+
+
+def with_data(cfg: ModelConfig, *, n_classes: int, vocab_size: int, embedding_dim: int) -> ModelConfig:
+    """The config with the sizes that come from the data filled in."""
+    return replace(cfg, n_classes=n_classes, vocab_size=vocab_size, embedding_dim=embedding_dim)

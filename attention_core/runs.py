@@ -1,0 +1,269 @@
+"""Runs on disk: a trained model with everything needed to load and explain it again.
+
+A run directory holds::
+
+    config.json        format tag, model + training config, label names, name, created
+    vocab.json         tokenizer, unknown-word mode, max tokens, embedding source, run vocabulary
+    model.safetensors  the weights (safetensors: plain tensors, nothing is unpickled)
+    history.json       per-epoch metrics, step losses, probe attention, validation rows
+
+Saving is atomic: files are written to a temporary sibling directory that is renamed into
+place, so a crash mid-save never leaves a half-written run that loads. Loading checks the
+format tag, every file, the configs and the tensor names and shapes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from attention_core.embeddings import EmbeddingSource, load_embeddings
+from attention_core.encoding import TextEncoder
+from attention_core.errors import InputError, RunError
+from attention_core.model import AttentionClassifier, ModelConfig
+from attention_core.training import History, TrainConfig, TrainResult
+
+FORMAT = "attention-playground-run"
+VERSION = 1
+RUN_FILES = ("config.json", "vocab.json", "model.safetensors", "history.json")
+MAX_ZIP_BYTES = 200 * 1024 * 1024
+
+
+@dataclass
+class Prediction:
+    label: str
+    probabilities: dict[str, float]
+    tokens: list[str]  # as fed to the model
+    unknown_tokens: list[str]
+    attention: list  # [layer][head][query][key]
+    notes: list[str]
+
+    def to_dict(self) -> dict:
+        return {
+            "label": self.label,
+            "probabilities": self.probabilities,
+            "tokens": self.tokens,
+            "unknown_tokens": self.unknown_tokens,
+            "attention": self.attention,
+            "notes": self.notes,
+        }
+
+
+@dataclass
+class Run:
+    """A trained model, its encoder, configs, labels and history."""
+
+    model: AttentionClassifier
+    encoder: TextEncoder
+    model_config: ModelConfig
+    train_config: TrainConfig
+    label_names: tuple[str, ...]
+    history: History
+    name: str = "run"
+    path: Path | None = None
+    validation: tuple[tuple[str, ...], tuple[int, ...]] = ((), ())  # texts, label ids
+
+    @classmethod
+    def from_result(cls, result: TrainResult, name: str = "run") -> Run:
+        val = (result.val_set.texts, result.val_set.labels)
+        return cls(
+            result.model, result.encoder, result.model_config, result.train_config,
+            tuple(result.label_names), result.history, name, None, val,
+        )
+
+    @torch.no_grad()
+    def forward(self, text: str):
+        """Encode and run one sentence: (Encoded, probabilities (C,), attention (L, H, T, T))."""
+        self.model.eval()
+        enc, batch = self.encoder.encode_for_model(text)
+        logits, attn = self.model(batch.ids, batch.mask, batch.extra)
+        return enc, torch.softmax(logits[0], -1), attn[:, 0]
+
+    def predict(self, text: str) -> Prediction:
+        """Label, class probabilities, tokens and every attention map for one sentence.
+
+        Raises ``EmbeddingError`` if no word of ``text`` is known.
+        """
+        enc, probs, attn = self.forward(text)
+        p = probs.tolist()
+        return Prediction(
+            label=self.label_names[int(probs.argmax())],
+            probabilities={name: round(v, 6) for name, v in zip(self.label_names, p, strict=True)},
+            tokens=list(enc.tokens),
+            unknown_tokens=list(enc.unknown),
+            attention=attn.tolist(),
+            notes=enc.notes,
+        )
+
+
+def _config_dict(run: Run) -> dict:
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "name": run.name,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "labels": list(run.label_names),
+        "model": run.model_config.to_dict(),
+        "train": run.train_config.to_dict(),
+    }
+
+
+def save_run(run: Run, path: str | os.PathLike) -> Path:
+    """Write ``run`` to the directory ``path`` atomically (replacing an older run there)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))
+    try:
+        (tmp / "config.json").write_text(json.dumps(_config_dict(run), indent=2))
+        (tmp / "vocab.json").write_text(json.dumps(run.encoder.to_dict()))
+        history = run.history.to_dict()
+        history["validation"] = {"texts": list(run.validation[0]), "labels": list(run.validation[1])}
+        (tmp / "history.json").write_text(json.dumps(history))
+        state = {k: v.detach().contiguous() for k, v in run.model.state_dict().items()}
+        save_file(state, str(tmp / "model.safetensors"), metadata={"format": FORMAT})
+        for f in tmp.iterdir():  # data on disk before the rename makes it visible
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+        old = None
+        if path.exists():
+            old = path.with_name(f".{path.name}.old-{os.getpid()}-{time.monotonic_ns()}")
+            path.rename(old)
+        tmp.rename(path)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    run.path = path
+    return path
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise RunError(f"{path.name} in {path.parent} is not valid JSON ({err})", "re-save or re-train the run") from err
+    if not isinstance(data, dict):
+        raise RunError(f"{path.name} in {path.parent} is not a JSON object", "re-save or re-train the run")
+    return data
+
+
+def load_run(path: str | os.PathLike, *, embedding_file: str | None = None) -> Run:
+    """Load and check a run directory. ``embedding_file`` overrides a moved word-vector file."""
+    path = Path(path)
+    if not path.is_dir():
+        raise RunError(f"run directory not found: {path}", "train one first with `python -m attention_core train`")
+    missing = [f for f in RUN_FILES if not (path / f).is_file()]
+    if missing:
+        raise RunError(f"{path} is not a complete run (missing {', '.join(missing)})", "re-train or re-download it")
+    cfg = _read_json(path / "config.json")
+    if cfg.get("format") != FORMAT:
+        raise RunError(f"{path / 'config.json'} is not an Attention Playground run", "point at a run directory")
+    if cfg.get("version") != VERSION:
+        raise RunError(f"run format version {cfg.get('version')!r} is not supported", f"this version reads {VERSION}")
+    vocab = _read_json(path / "vocab.json")
+    try:
+        model_config = ModelConfig.from_dict(cfg["model"])
+        train_config = TrainConfig.from_dict(cfg["train"])
+        labels = tuple(str(x) for x in cfg["labels"])
+        source = EmbeddingSource.from_dict(vocab["embedding"])
+        if embedding_file:
+            source = EmbeddingSource("file", embedding_file, source.binary, source.limit)
+        embeddings = load_embeddings(source)
+        encoder = TextEncoder(
+            embeddings, [str(w) for w in vocab["words"]],
+            tokenizer=vocab["tokenizer"], unknown=vocab["unknown"], max_tokens=int(vocab["max_tokens"]),
+        )
+        history_data = _read_json(path / "history.json")
+        validation = history_data.pop("validation", {"texts": [], "labels": []})
+        history = History.from_dict(history_data)
+    except InputError:
+        raise
+    except (KeyError, TypeError, ValueError) as err:
+        raise RunError(f"{path} has a malformed config ({type(err).__name__}: {err})", "re-train the run") from err
+    if len(labels) != model_config.n_classes or encoder.vocab_size != model_config.vocab_size:
+        raise RunError(f"{path}: labels/vocabulary do not match the model config", "re-train the run")
+    if embeddings.dim != model_config.embedding_dim:
+        raise RunError(
+            f"the run needs {model_config.embedding_dim}-d word vectors but {source.describe()} has {embeddings.dim}",
+            "load the run with the word vectors it was trained with",
+        )
+    try:
+        state = load_file(str(path / "model.safetensors"))
+    except Exception as err:  # safetensors raises its own error types
+        raise RunError(f"{path / 'model.safetensors'} cannot be read ({err})", "re-train the run") from err
+    model = AttentionClassifier(model_config)
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    got = {k: tuple(v.shape) for k, v in state.items()}
+    if expected != got:
+        diff = sorted(set(expected.items()) ^ set(got.items()))[:3]
+        raise RunError(f"{path / 'model.safetensors'} does not fit the config (e.g. {diff})", "re-train the run")
+    model.load_state_dict(state)
+    model.eval()
+    val = (tuple(validation.get("texts", [])), tuple(int(x) for x in validation.get("labels", [])))
+    return Run(model, encoder, model_config, train_config, labels, history, str(cfg.get("name", path.name)), path, val)
+
+
+def run_to_zip(path: str | os.PathLike) -> bytes:
+    """A run directory as zip bytes (for download)."""
+    path = Path(path)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in RUN_FILES:
+            zf.write(path / name, arcname=name)
+    return buf.getvalue()
+
+
+def run_from_zip(data: bytes, runs_dir: str | os.PathLike, name: str) -> Path:
+    """Unpack a run zip safely into ``runs_dir/name`` and check that it loads."""
+    if len(data) > MAX_ZIP_BYTES:
+        raise RunError(f"run archive is {len(data) / 1e6:.0f} MB", f"the limit is {MAX_ZIP_BYTES // 2**20} MB")
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile as err:
+        raise RunError("the upload is not a zip archive", "download a run with 'Download run' and upload that file") from err
+    names = {Path(n).name: n for n in zf.namelist() if not n.endswith("/")}
+    missing = [f for f in RUN_FILES if f not in names]
+    if missing:
+        raise RunError(f"the archive has no {', '.join(missing)}", "upload a zip made by 'Download run'")
+    if sum(zf.getinfo(names[f]).file_size for f in RUN_FILES) > 4 * MAX_ZIP_BYTES:
+        raise RunError("the archive unpacks to more than the allowed size", "upload a zip made by 'Download run'")
+    target = Path(runs_dir) / safe_name(name)
+    if target.exists():
+        raise RunError(f"a run named {target.name!r} already exists", "rename or delete it first")
+    tmp = Path(tempfile.mkdtemp(prefix=".upload-", dir=Path(runs_dir)))
+    try:
+        for f in RUN_FILES:  # only our four files, written under names we choose
+            (tmp / f).write_bytes(zf.read(names[f]))
+        load_run(tmp)  # raises RunError if anything is wrong
+        tmp.rename(target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def safe_name(name: str) -> str:
+    """A run name usable as a directory name."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-")
+    return cleaned[:80] or "run"
+
+
+def list_runs(runs_dir: str | os.PathLike) -> list[Path]:
+    """Run directories under ``runs_dir`` (newest first); in-progress saves are skipped."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        return []
+    runs = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / "config.json").is_file()]
+    return sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)

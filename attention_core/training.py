@@ -1,0 +1,472 @@
+"""Training: a :class:`Trainer` that knows nothing of any UI and reports through callbacks.
+
+It batches sentences of similar length together (with padding masks), keeps the best
+weights by validation loss, stops a diverging run (NaN / inf loss) and rolls back to the
+last good weights, honours a time budget, can be paused, resumed and stopped from another
+thread, and records the attention maps of a few probe sentences as training goes, so the
+app can replay how attention changed. Same seed, same data, same config → same history.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields
+
+import torch
+import torch.nn.functional as F
+
+from attention_core.data import TextDataset
+from attention_core.embeddings import Embeddings
+from attention_core.encoding import TextEncoder
+from attention_core.errors import ConfigError, DataError
+from attention_core.metrics import classification_metrics
+from attention_core.model import AttentionClassifier, ModelConfig, with_data
+
+OPTIMIZERS = ("adamw", "adam", "sgd")
+MAX_PROBE_RECORDS = 100  # attention snapshots per probe sentence kept in the history
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How to train; saved as JSON with every run."""
+
+    epochs: int = 20  # passes over the training rows
+    batch_size: int = 32  # rows per step; 1 = per-example SGD like the seed
+    lr: float = 2e-3  # learning rate
+    optimizer: str = "adamw"  # adamw | adam | sgd
+    weight_decay: float = 0.01  # decoupled for adamw, L2 for the others
+    val_fraction: float = 0.2  # share of rows held out (stratified) for validation
+    seed: int = 0  # same seed → same split, init, batches and history
+    class_weights: bool = False  # weight the loss by inverse class frequency (imbalanced data)
+    time_budget: float | None = None  # stop after this many seconds of training
+    grad_clip: float | None = 1.0  # clip the gradient norm; None = off
+    tokenizer: str = "glove"  # glove (punctuation and contractions split) | whitespace (the seed's)
+    unknown: str = "unk"  # drop unknown words (the seed) or read them as a learned <unk>
+    max_tokens: int = 64  # longer texts are truncated
+    vocab_limit: int | None = None  # use only the N most frequent embedding words (seed: 10,000)
+    probes: tuple[str, ...] = ()  # sentences whose attention is recorded during training
+    num_threads: int | None = None  # torch CPU threads; None = leave as is
+
+    def __post_init__(self) -> None:
+        def bad(name: str, hint: str) -> None:
+            raise ConfigError(f"{name} = {getattr(self, name)!r} is not valid", hint)
+
+        if self.epochs < 1 or self.epochs > 100_000:
+            bad("epochs", "use 1 … 100000")
+        if self.batch_size < 1:
+            bad("batch_size", "use a positive number; 1 = per-example SGD")
+        if not (0 < self.lr <= 100) or not math.isfinite(self.lr):
+            bad("lr", "use a positive learning rate such as 0.001")
+        if self.optimizer not in OPTIMIZERS:
+            bad("optimizer", f"choose one of {', '.join(OPTIMIZERS)}")
+        if not 0.0 <= self.val_fraction <= 0.9:
+            bad("val_fraction", "use a share between 0 and 0.9, e.g. 0.2")
+        if self.time_budget is not None and self.time_budget <= 0:
+            bad("time_budget", "use a positive number of seconds")
+        if self.weight_decay < 0:
+            bad("weight_decay", "use 0 or more")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["probes"] = list(self.probes)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TrainConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ConfigError(f"unknown training setting(s) {sorted(unknown)}", f"known settings: {sorted(known)}")
+        data = dict(data)
+        if "probes" in data:
+            data["probes"] = tuple(data["probes"])
+        return cls(**data)
+
+
+SEED_TRAIN = TrainConfig(
+    epochs=1000,
+    batch_size=1,
+    lr=0.001,
+    optimizer="sgd",
+    weight_decay=0.0,
+    val_fraction=0.0,  # the post trained on all 39 rows
+    grad_clip=None,
+    tokenizer="whitespace",
+    unknown="drop",
+    vocab_limit=10_000,
+    probes=(
+        "very sad as they both fail",
+        "he loved that plug with good price",
+        "terrible quality for this price",
+        "i love this fantastic product",
+        "easy to move around",
+    ),
+)
+DEFAULT_TRAIN = TrainConfig()
+
+
+@dataclass
+class EpochRecord:
+    epoch: int
+    train_loss: float
+    train_accuracy: float
+    val_loss: float | None
+    val_accuracy: float | None
+    seconds: float  # training seconds so far (pauses excluded)
+    examples_per_second: float  # this epoch's throughput
+
+
+@dataclass
+class StepEvent:
+    epoch: int
+    step: int  # global step, from 1
+    steps_per_epoch: int
+    loss: float
+    examples_seen: int
+    seconds: float
+
+
+@dataclass
+class History:
+    """Everything a run recorded; JSON round-trips through ``to_dict`` / ``from_dict``."""
+
+    epochs: list[EpochRecord] = field(default_factory=list)
+    step_losses: list[float] = field(default_factory=list)
+    probes: list[dict] = field(default_factory=list)  # {"epoch", "sentences": [{"text","tokens","attention"}]}
+    best_epoch: int | None = None
+    status: str = "running"  # running | finished | stopped | diverged | time budget
+    message: str = ""
+    seconds: float = 0.0
+    examples_seen: int = 0
+    skipped_rows: int = 0  # training rows with no known word (dropped)
+
+    @property
+    def examples_per_second(self) -> float:
+        return self.examples_seen / self.seconds if self.seconds > 0 else 0.0
+
+    def summary(self) -> dict:
+        """The figures ``train`` prints: from the best epoch if there is one, else the last."""
+        rec = next((e for e in self.epochs if e.epoch == self.best_epoch), self.epochs[-1] if self.epochs else None)
+        return {
+            "status": self.status,
+            "train_loss": rec.train_loss if rec else None,
+            "val_loss": rec.val_loss if rec else None,
+            "val_accuracy": rec.val_accuracy if rec else None,
+            "best_epoch": self.best_epoch,
+            "epochs": len(self.epochs),
+            "seconds": round(self.seconds, 3),
+            "examples_per_second": round(self.examples_per_second, 1),
+            "message": self.message,
+        }
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict) -> History:
+        data = dict(data)
+        data["epochs"] = [EpochRecord(**e) for e in data.get("epochs", [])]
+        return cls(**{k: v for k, v in data.items() if k in {f.name for f in fields(cls)}})
+
+
+@dataclass
+class TrainResult:
+    model: AttentionClassifier
+    encoder: TextEncoder
+    model_config: ModelConfig
+    train_config: TrainConfig
+    label_names: tuple[str, ...]
+    history: History
+    train_set: TextDataset
+    val_set: TextDataset
+
+
+def make_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator) -> list[list[int]]:
+    """Shuffle, then group rows of similar length (less padding), then shuffle the batches."""
+    order = torch.randperm(len(lengths), generator=generator).tolist()
+    chunk = batch_size * 50
+    batches = []
+    for start in range(0, len(order), chunk):
+        part = sorted(order[start : start + chunk], key=lambda i: lengths[i])
+        batches += [part[i : i + batch_size] for i in range(0, len(part), batch_size)]
+    perm = torch.randperm(len(batches), generator=generator).tolist()
+    return [batches[i] for i in perm]
+
+
+class Trainer:
+    """Train an :class:`AttentionClassifier` on a :class:`TextDataset`.
+
+    ``run()`` trains in the calling thread; ``stop()``, ``pause()`` and ``resume()`` may be
+    called from any other thread. Callbacks get a :class:`StepEvent` after every step and an
+    :class:`EpochRecord` after every epoch; they run in the training thread, so keep them short.
+
+    Example:
+        >>> trainer = Trainer(ModelConfig(), TrainConfig(epochs=3), dataset, load_embeddings())
+        >>> result = trainer.run(on_epoch=lambda rec: print(rec.val_accuracy))
+    """
+
+    def __init__(
+        self,
+        model_config: ModelConfig,
+        train_config: TrainConfig,
+        dataset: TextDataset,
+        embeddings: Embeddings,
+    ) -> None:
+        self.train_config = tc = train_config
+        self.train_set, self.val_set = dataset.split(tc.val_fraction, tc.seed)
+        probes = list(tc.probes) or list(self.val_set.texts[:3] or self.train_set.texts[:3])
+        self.encoder = TextEncoder.build(
+            embeddings,
+            list(dataset.texts) + probes,
+            tokenizer=tc.tokenizer,
+            unknown=tc.unknown,
+            max_tokens=tc.max_tokens,
+        )
+        self.model_config = with_data(
+            model_config,
+            n_classes=len(dataset.label_names),
+            vocab_size=self.encoder.vocab_size,
+            embedding_dim=embeddings.dim,
+        )
+        if self.model_config.positional in ("sinusoidal", "learned") and tc.max_tokens > self.model_config.max_len:
+            raise ConfigError(f"max_tokens = {tc.max_tokens} exceeds the model's max_len", "lower max_tokens")
+        self.label_names = dataset.label_names
+        self.probes = [p for p in probes if self.encoder.encode(p).ids]
+        self._train = self._encode(self.train_set)
+        self._val = self._encode(self.val_set)
+        if not self._train[0]:
+            raise DataError(
+                "no training row has a word the embedding table knows",
+                "check that the text column holds English text, or use unknown='unk'",
+            )
+        torch.manual_seed(tc.seed)
+        self.model = AttentionClassifier(self.model_config, self.encoder.vectors())
+        self.history = History(skipped_rows=len(self.train_set) - len(self._train[0]))
+        self._stop = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
+
+    def _encode(self, ds: TextDataset) -> tuple[list[tuple[int, ...]], list[int]]:
+        ids, labels = [], []
+        for text, label in zip(ds.texts, ds.labels, strict=True):
+            enc = self.encoder.encode(text)
+            if enc.ids:  # a row whose words are all unknown (drop mode) has nothing to learn from
+                ids.append(enc.ids)
+                labels.append(label)
+        return ids, labels
+
+    # -- control from other threads -------------------------------------------------------
+    def stop(self) -> None:
+        self._stop.set()
+        self._running.set()
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    # -- training ----------------------------------------------------------------------------
+    def _tensors(self, rows: Sequence[int], ids: list, labels: list) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        t = max(len(ids[i]) for i in rows)
+        batch = torch.zeros(len(rows), t, dtype=torch.long)
+        for r, i in enumerate(rows):
+            batch[r, : len(ids[i])] = torch.tensor(ids[i])
+        mask = batch != 0
+        # No padding: let attention skip the mask (a faster path for batch size 1).
+        return batch, (None if bool(mask.all()) else mask), torch.tensor([labels[i] for i in rows])
+
+    def _optimizer(self) -> torch.optim.Optimizer:
+        tc = self.train_config
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        if tc.optimizer == "sgd":
+            return torch.optim.SGD(params, lr=tc.lr, weight_decay=tc.weight_decay, foreach=True)
+        if tc.optimizer == "adam":
+            return torch.optim.Adam(params, lr=tc.lr, weight_decay=tc.weight_decay, foreach=True)
+        return torch.optim.AdamW(params, lr=tc.lr, weight_decay=tc.weight_decay, foreach=True)
+
+    def _class_weights(self) -> torch.Tensor | None:
+        if not self.train_config.class_weights:
+            return None
+        counts = torch.bincount(torch.tensor(self._train[1]), minlength=len(self.label_names)).float()
+        return counts.sum() / (len(counts) * counts.clamp(min=1))
+
+    @torch.no_grad()
+    def evaluate_encoded(self, ids: list, labels: list, weight: torch.Tensor | None = None) -> tuple[float, float, list[int]]:
+        """Mean loss, accuracy and predictions on encoded rows (eval mode, batches of 256)."""
+        was_training = self.model.training
+        self.model.eval()
+        total, preds = 0.0, []
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        by_row: dict[int, int] = {}
+        for start in range(0, len(order), 256):
+            rows = order[start : start + 256]
+            batch, mask, y = self._tensors(rows, ids, labels)
+            logits, _ = self.model(batch, mask, need_weights=False)
+            total += float(F.cross_entropy(logits, y, weight=weight, reduction="sum"))
+            by_row.update(zip(rows, logits.argmax(-1).tolist(), strict=True))
+        self.model.train(was_training)
+        preds = [by_row[i] for i in range(len(ids))]
+        correct = sum(int(p == y) for p, y in zip(preds, labels, strict=True))
+        return total / max(1, len(ids)), correct / max(1, len(ids)), preds
+
+    @torch.no_grad()
+    def _record_probes(self, epoch: int) -> None:
+        was_training = self.model.training
+        self.model.eval()
+        sentences = []
+        for text in self.probes:
+            enc, batch = self.encoder.encode_for_model(text) if self._has_known(text) else (None, None)
+            if enc is None:
+                continue
+            logits, attn = self.model(batch.ids, batch.mask, batch.extra)
+            sentences.append(
+                {
+                    "text": text,
+                    "tokens": list(enc.tokens),
+                    "probabilities": [round(p, 4) for p in torch.softmax(logits[0], -1).tolist()],
+                    "attention": torch.round(attn[:, 0], decimals=4).tolist(),  # (L, H, T, T)
+                }
+            )
+        self.history.probes.append({"epoch": epoch, "sentences": sentences})
+        self.model.train(was_training)
+
+    def _has_known(self, text: str) -> bool:
+        enc = self.encoder.encode(text)
+        return bool(enc.ids) and any(i != 1 for i in enc.ids)
+
+    def run(
+        self,
+        *,
+        on_step: Callable[[StepEvent], None] | None = None,
+        on_epoch: Callable[[EpochRecord], None] | None = None,
+    ) -> TrainResult:
+        tc, h, model = self.train_config, self.history, self.model
+        if tc.num_threads:
+            torch.set_num_threads(tc.num_threads)
+        gen = torch.Generator().manual_seed(tc.seed)
+        torch.manual_seed(tc.seed)  # dropout
+        opt = self._optimizer()
+        weight = self._class_weights()
+        train_ids, train_labels = self._train
+        lengths = [len(x) for x in train_ids]
+        has_val = bool(self._val[0])
+        last_good = copy.deepcopy(model.state_dict())
+        best_state, best_loss = None, math.inf
+        probe_every = max(1, tc.epochs // MAX_PROBE_RECORDS)
+        self._record_probes(0)
+        step, elapsed = 0, 0.0
+        model.train()
+        for epoch in range(1, tc.epochs + 1):
+            batches = make_batches(lengths, tc.batch_size, gen)
+            epoch_start, epoch_seconds = time.perf_counter(), 0.0
+            loss_sum, correct, seen = 0.0, 0, 0
+            for rows in batches:
+                if not self._running.is_set():  # paused: do not count the wait as training time
+                    epoch_seconds += time.perf_counter() - epoch_start
+                    self._running.wait()
+                    epoch_start = time.perf_counter()
+                if self._stop.is_set():
+                    break
+                ids, mask, y = self._tensors(rows, train_ids, train_labels)
+                logits, _ = model(ids, mask, need_weights=False)
+                loss = F.cross_entropy(logits, y, weight=weight)
+                loss_value = loss.item()
+                if not math.isfinite(loss_value):
+                    model.load_state_dict(last_good)
+                    h.status = "diverged"
+                    h.message = (
+                        f"training diverged at epoch {epoch}, step {step + 1} (loss = {loss_value}) with learning "
+                        f"rate {tc.lr:g} — try a lower learning rate, e.g. {tc.lr / 10:g}; the last good weights are kept"
+                    )
+                    break
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if tc.grad_clip:
+                    torch.nn.utils.clip_grad_norm_(opt.param_groups[0]["params"], tc.grad_clip)
+                opt.step()
+                step += 1
+                seen += len(rows)
+                loss_sum += loss_value * len(rows)
+                correct += int((logits.argmax(-1) == y).sum())
+                h.step_losses.append(loss_value)
+                if on_step is not None:
+                    now = elapsed + epoch_seconds + time.perf_counter() - epoch_start
+                    on_step(StepEvent(epoch, step, len(batches), loss_value, h.examples_seen + seen, now))
+                if tc.time_budget and elapsed + epoch_seconds + time.perf_counter() - epoch_start >= tc.time_budget:
+                    h.status, h.message = "time budget", f"stopped after the time budget of {tc.time_budget:g} s"
+                    break
+            epoch_seconds += time.perf_counter() - epoch_start
+            elapsed += epoch_seconds
+            h.examples_seen += seen
+            h.seconds = elapsed
+            if h.status == "diverged" or seen == 0:
+                break
+            # An epoch whose weights went non-finite is a divergence too (caught before it is kept).
+            if not all(torch.isfinite(p).all() for p in model.parameters()):
+                model.load_state_dict(last_good)
+                h.status, h.message = "diverged", (
+                    f"weights became NaN/inf in epoch {epoch} with learning rate {tc.lr:g} — try a lower "
+                    f"learning rate, e.g. {tc.lr / 10:g}; the last good weights are kept"
+                )
+                break
+            val_loss, val_acc = (None, None)
+            if has_val:
+                val_loss, val_acc, _ = self.evaluate_encoded(*self._val, weight=weight)
+            record = EpochRecord(
+                epoch, loss_sum / seen, correct / seen, val_loss, val_acc, round(elapsed, 4), seen / max(epoch_seconds, 1e-9)
+            )
+            h.epochs.append(record)
+            last_good = copy.deepcopy(model.state_dict())
+            score = val_loss if has_val else record.train_loss
+            if score < best_loss:
+                best_loss, best_state, h.best_epoch = score, last_good, epoch
+            if epoch % probe_every == 0 or epoch == tc.epochs or self._stop.is_set() or h.status != "running":
+                self._record_probes(epoch)
+            if on_epoch is not None:
+                on_epoch(record)
+            if self._stop.is_set() or h.status != "running":
+                break
+        if h.status == "running":
+            h.status = "stopped" if self._stop.is_set() else "finished"
+            if h.status == "stopped":
+                h.message = f"stopped by the user after {len(h.epochs)} epoch(s)"
+        if has_val and best_state is not None:
+            model.load_state_dict(best_state)  # keep the best weights by validation loss
+        model.eval()
+        return TrainResult(
+            model, self.encoder, self.model_config, tc, self.label_names, h, self.train_set, self.val_set
+        )
+
+
+def evaluate_model(model: AttentionClassifier, encoder: TextEncoder, dataset: TextDataset, label_names: Sequence[str]):
+    """Predict every row of ``dataset`` (labels matched by name) and score it."""
+    index = {name: i for i, name in enumerate(label_names)}
+    missing = sorted(set(dataset.label_names) - set(index))
+    if missing:
+        raise DataError(
+            f"labels {missing} are not among the model's labels {list(label_names)}",
+            "evaluate on data with the same label names the model was trained on (or pick the right --label-col)",
+        )
+    model.eval()
+    y_true, y_pred = [], []
+    with torch.no_grad():
+        encoded = [(encoder.encode(t), index[dataset.label_names[y]]) for t, y in zip(dataset.texts, dataset.labels, strict=True)]
+        encoded = [(e, y) for e, y in encoded if e.ids]
+        encoded.sort(key=lambda ey: len(ey[0].ids))
+        for start in range(0, len(encoded), 256):
+            chunk = encoded[start : start + 256]
+            batch = encoder.collate([e for e, _ in chunk])
+            logits, _ = model(batch.ids, batch.mask, batch.extra, need_weights=False)
+            y_pred += logits.argmax(-1).tolist()
+            y_true += [y for _, y in chunk]
+    return classification_metrics(y_true, y_pred, list(label_names))
