@@ -141,13 +141,10 @@ class MultiHeadAttention(nn.Module):
         k = self._split(self.k_proj(context))  # (B, H, S, Dh)
         v = self._split(self.v_proj(context))  # (B, H, S, Dh)
         p = self.dropout if self.training else 0.0
-        if need_weights:
-            steps = attention_steps(q, k, v, mask=mask)
-            weights = steps.weights
-            attended = weights @ v if p == 0 else F.dropout(weights, p) @ v  # (B, H, T, Dh)
-        else:  # fast path for training: no weights materialised for the caller
-            weights = None
-            attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        # The explicit path is also the fast one here: on CPU, F.scaled_dot_product_attention
+        # with a boolean mask was ~20× slower forward+backward at these sizes (benchmarks/).
+        weights = attention_steps(q, k, v, mask=mask).weights  # (B, H, T, S)
+        attended = (F.dropout(weights, p) if p else weights) @ v  # (B, H, T, Dh)
         b, _, t, _ = attended.shape
         out = attended.transpose(1, 2).reshape(b, t, self.d_model)  # (B, T, D)
-        return self.out_proj(out), weights
+        return self.out_proj(out), weights if need_weights else None

@@ -24,7 +24,7 @@ import warnings as _warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 import pandas as pd
 
@@ -46,6 +46,7 @@ _MAGIC = ((b"PK\x03\x04", "zip; an .xlsx workbook is a zip file"), (b"\x1f\x8b",
           (b"\x89PNG", "PNG image"), (b"%PDF", "PDF"), (b"\xd0\xcf\x11\xe0", "old Excel .xls"),
           (b"\xff\xd8\xff", "JPEG image"), (b"GIF8", "GIF image"), (b"PAR1", "Parquet"))
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+Source = str | os.PathLike[str] | bytes | BinaryIO  # a path, the file's bytes, or an upload
 _LABEL_HINT = "pass --label-col (label_col=...) to choose the column that holds the labels"
 
 
@@ -150,9 +151,11 @@ class TextDataset:
                             "use e.g. 0.2 to keep 20% of each class for validation")
         if val_fraction == 0:
             return self, self.subset([])
+        by_class: list[list[int]] = [[] for _ in self.label_names]
+        for i, y in enumerate(self.labels):
+            by_class[y].append(i)
         rng, val = random.Random(seed), []
-        for c in range(len(self.label_names)):
-            rows = [i for i, y in enumerate(self.labels) if y == c]
+        for rows in by_class:
             rng.shuffle(rows)
             n_val = math.floor(val_fraction * len(rows) + 0.5)
             val += rows[: max(1, min(len(rows) - 1, n_val)) if len(rows) >= 2 else 0]
@@ -172,7 +175,7 @@ def _source_name(source: object, name: str | None) -> str:
     return str(getattr(source, "name", "<upload>"))
 
 
-def _read_bytes(source: str | os.PathLike[str] | bytes, name: str) -> bytes:
+def _read_bytes(source: Source, name: str) -> bytes:
     if isinstance(source, (bytes, bytearray)):
         raw = bytes(source)
     elif hasattr(source, "read"):  # a file-like upload (e.g. Streamlit's UploadedFile)
@@ -204,7 +207,7 @@ def _decode(raw: bytes, name: str) -> tuple[str, str, list[str]]:
             raise DataError(f"{name!r}: this looks like a binary file ({kind}), not a CSV text file",
                             "open it in a spreadsheet program and export it as CSV (UTF-8)")
     if b"\x00" in head:
-        raise DataError(f"{name!r}: this looks like a binary file (it contains NUL bytes), not CSV text",
+        raise DataError(f"{name!r}: this looks like a binary file (NUL bytes), not a CSV text file",
                         "export it as CSV (UTF-8)")
     bom = raw.startswith(b"\xef\xbb\xbf")
     try:
@@ -235,7 +238,7 @@ def _sniff_delimiter(text: str) -> str:
     return best if counts[best] else ","
 
 
-def read_table(source: str | os.PathLike[str] | bytes, *, name: str | None = None
+def read_table(source: Source, *, name: str | None = None
                ) -> tuple[pd.DataFrame, str, str, list[str]]:
     """Read a CSV into a frame of strings: ``(df, encoding, delimiter, warnings)``.
 
@@ -431,7 +434,7 @@ def _build(texts: Sequence[Any], labels: Sequence[Any], *, source: str, encoding
     return TextDataset(tuple(kept_texts), tuple(index[y] for y in kept_labels), tuple(names), report)
 
 
-def load_dataset(source: str | os.PathLike[str] | bytes, *, text_col: str | None = None,
+def load_dataset(source: Source, *, text_col: str | None = None,
                  label_col: str | None = None, name: str | None = None,
                  is_known: Callable[[str], bool] | None = None,
                  tokenize: Callable[[str], list[str]] = _glove_tokenize) -> TextDataset:

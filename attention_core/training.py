@@ -216,8 +216,11 @@ class Trainer:
         train_config: TrainConfig,
         dataset: TextDataset,
         embeddings: Embeddings,
+        *,
+        device: str = "cpu",
     ) -> None:
         self.train_config = tc = train_config
+        self.device = torch.device(device)
         self.train_set, self.val_set = dataset.split(tc.val_fraction, tc.seed)
         probes = list(tc.probes) or list(self.val_set.texts[:3] or self.train_set.texts[:3])
         self.encoder = TextEncoder.build(
@@ -245,7 +248,7 @@ class Trainer:
                 "check that the text column holds English text, or use unknown='unk'",
             )
         torch.manual_seed(tc.seed)
-        self.model = AttentionClassifier(self.model_config, self.encoder.vectors())
+        self.model = AttentionClassifier(self.model_config, self.encoder.vectors()).to(self.device)
         self.history = History(skipped_rows=len(self.train_set) - len(self._train[0]))
         self._stop = threading.Event()
         self._running = threading.Event()
@@ -282,8 +285,10 @@ class Trainer:
         for r, i in enumerate(rows):
             batch[r, : len(ids[i])] = torch.tensor(ids[i])
         mask = batch != 0
+        y = torch.tensor([labels[i] for i in rows])
         # No padding: let attention skip the mask (a faster path for batch size 1).
-        return batch, (None if bool(mask.all()) else mask), torch.tensor([labels[i] for i in rows])
+        dev = self.device
+        return batch.to(dev), (None if bool(mask.all()) else mask.to(dev)), y.to(dev)
 
     def _optimizer(self) -> torch.optim.Optimizer:
         tc = self.train_config
@@ -328,7 +333,8 @@ class Trainer:
             enc, batch = self.encoder.encode_for_model(text) if self._has_known(text) else (None, None)
             if enc is None:
                 continue
-            logits, attn = self.model(batch.ids, batch.mask, batch.extra)
+            extra = batch.extra.to(self.device) if batch.extra is not None else None
+            logits, attn = self.model(batch.ids.to(self.device), batch.mask.to(self.device), extra)
             sentences.append(
                 {
                     "text": text,
@@ -442,7 +448,7 @@ class Trainer:
                 h.message = f"stopped by the user after {len(h.epochs)} epoch(s)"
         if has_val and best_state is not None:
             model.load_state_dict(best_state)  # keep the best weights by validation loss
-        model.eval()
+        model.eval().cpu()  # runs are saved and served from the CPU
         return TrainResult(
             model, self.encoder, self.model_config, tc, self.label_names, h, self.train_set, self.val_set
         )

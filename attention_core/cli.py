@@ -1,0 +1,153 @@
+"""Command line: ``python -m attention_core train | predict | evaluate``.
+
+The last line each command prints on stdout is one JSON object; progress goes to stderr.
+Bad input exits with status 2 and a one-line ``error: …`` saying what is wrong and how to
+fix it — never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from attention_core.errors import ConfigError, InputError
+
+EXIT_BAD_INPUT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, status 2, no usage dump
+        self.exit(EXIT_BAD_INPUT, f"error: {message} — see `python -m attention_core {self.prog.split()[-1]} --help`\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="attention_core", description="Train, run and evaluate small attention classifiers.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    t = sub.add_parser("train", help="train a model on a CSV and save the run")
+    t.add_argument("csv", help="CSV with a text column and a label column")
+    t.add_argument("--out", required=True, help="run directory to write (replaced if it exists)")
+    t.add_argument("--preset", default="default", help="default | seed (the Julia post's model)")
+    t.add_argument("--text-col", help="text column (default: detected)")
+    t.add_argument("--label-col", help="label column (default: detected)")
+    t.add_argument("--epochs", type=int)
+    t.add_argument("--layers", type=int, dest="n_layers")
+    t.add_argument("--heads", type=int, dest="n_heads")
+    t.add_argument("--lr", type=float)
+    t.add_argument("--batch-size", type=int)
+    t.add_argument("--seed", type=int)
+    t.add_argument("--val-fraction", type=float)
+    t.add_argument("--time-budget", type=float, metavar="SECONDS", help="stop training after this many seconds")
+    t.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    t.add_argument("--embeddings", metavar="FILE", help="your own word2vec/GloVe file instead of GloVe 6B 50d")
+    t.add_argument("--vocab-limit", type=int, help="use only the N most frequent words of the embeddings")
+    t.add_argument("--name", help="a display name for the run (default: the directory name)")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    pr = sub.add_parser("predict", help="classify one sentence and show its attention")
+    pr.add_argument("run", help="run directory")
+    pr.add_argument("text", help="the sentence")
+    pr.add_argument("--embeddings", metavar="FILE", help="word-vector file, if the run's has moved")
+
+    e = sub.add_parser("evaluate", help="accuracy, macro F1 and confusion of a run on a labelled CSV")
+    e.add_argument("run", help="run directory")
+    e.add_argument("csv", help="labelled CSV")
+    e.add_argument("--text-col")
+    e.add_argument("--label-col")
+    e.add_argument("--embeddings", metavar="FILE", help="word-vector file, if the run's has moved")
+    return p
+
+
+def _device(name: str) -> str:
+    import torch
+
+    if name == "cpu":
+        return name
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ConfigError("--device cuda was asked for but no CUDA GPU is available here", "use --device cpu")
+        return name
+    raise ConfigError(f"--device {name!r} is not known", "use cpu or cuda")
+
+
+def _train(args: argparse.Namespace) -> dict:
+    from tqdm import tqdm
+
+    from attention_core.data import load_dataset
+    from attention_core.embeddings import EmbeddingSource, load_embeddings
+    from attention_core.presets import preset
+    from attention_core.runs import Run, save_run
+    from attention_core.training import Trainer
+
+    names = ("epochs", "n_layers", "n_heads", "lr", "batch_size", "seed", "val_fraction", "time_budget", "vocab_limit")
+    overrides = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
+    model_cfg, train_cfg = preset(args.preset, **overrides)
+    device = _device(args.device)
+    source = (
+        EmbeddingSource("file", args.embeddings, limit=train_cfg.vocab_limit)
+        if args.embeddings
+        else EmbeddingSource(limit=train_cfg.vocab_limit)
+    )
+    embeddings = load_embeddings(source)
+    dataset = load_dataset(args.csv, text_col=args.text_col, label_col=args.label_col, is_known=embeddings.__contains__)
+    print(dataset.report.summary(), file=sys.stderr)
+    trainer = Trainer(model_cfg, train_cfg, dataset, embeddings, device=device)
+
+    def interrupt(signum: int, frame: object) -> None:  # Ctrl-C: stop cleanly and save what was learned
+        print("\nstopping after this step (Ctrl-C again to abort)…", file=sys.stderr)
+        trainer.stop()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    signal.signal(signal.SIGINT, interrupt)
+    bar = tqdm(total=train_cfg.epochs, unit="epoch", file=sys.stderr, disable=args.quiet, dynamic_ncols=True)
+
+    def on_epoch(rec) -> None:
+        post = {"loss": f"{rec.train_loss:.4f}"}
+        if rec.val_loss is not None:
+            post.update(val_loss=f"{rec.val_loss:.4f}", val_acc=f"{rec.val_accuracy:.3f}")
+        bar.set_postfix(post, refresh=False)
+        bar.update(1)
+
+    result = trainer.run(on_epoch=on_epoch)
+    bar.close()
+    out = Path(args.out)
+    run = Run.from_result(result, name=args.name or out.name)
+    save_run(run, out)
+    if result.history.message:
+        print(result.history.message, file=sys.stderr)
+    return {**result.history.summary(), "run": str(out)}
+
+
+def _predict(args: argparse.Namespace) -> dict:
+    from attention_core.runs import load_run
+
+    return load_run(args.run, embedding_file=args.embeddings).predict(args.text).to_dict()
+
+
+def _evaluate(args: argparse.Namespace) -> dict:
+    from attention_core.data import load_dataset
+    from attention_core.runs import load_run
+    from attention_core.training import evaluate_model
+
+    run = load_run(args.run, embedding_file=args.embeddings)
+    dataset = load_dataset(args.csv, text_col=args.text_col, label_col=args.label_col)
+    m = evaluate_model(run.model, run.encoder, dataset, run.label_names)
+    return {"accuracy": m.accuracy, "macro_f1": m.macro_f1, "n": m.n, "confusion": m.confusion, "labels": m.labels}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        result = {"train": _train, "predict": _predict, "evaluate": _evaluate}[args.command](args)
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (OSError, MemoryError) as err:
+        print(f"error: {type(err).__name__}: {err} — check the paths and free disk space/memory", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(json.dumps(result))
+    return 0
