@@ -9,7 +9,6 @@ app can replay how attention changed. Same seed, same data, same config → same
 
 from __future__ import annotations
 
-import copy
 import math
 import threading
 import time
@@ -19,6 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 import torch
 import torch.nn.functional as F
 
+from attention_core.backprop import SeedKernel, seed_fast_path_applies
 from attention_core.data import TextDataset
 from attention_core.embeddings import Embeddings
 from attention_core.encoding import TextEncoder
@@ -184,6 +184,11 @@ class TrainResult:
     history: History
     train_set: TextDataset
     val_set: TextDataset
+
+
+def _snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of the weights (cheaper than ``copy.deepcopy(state_dict())``)."""
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
 def make_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator) -> list[list[int]]:
@@ -361,14 +366,20 @@ class Trainer:
             torch.set_num_threads(tc.num_threads)
         gen = torch.Generator().manual_seed(tc.seed)
         torch.manual_seed(tc.seed)  # dropout
-        opt = self._optimizer()
         weight = self._class_weights()
         train_ids, train_labels = self._train
         lengths = [len(x) for x in train_ids]
         has_val = bool(self._val[0])
-        last_good = copy.deepcopy(model.state_dict())
+        last_good = _snapshot(model)
         best_state, best_loss = None, math.inf
         probe_every = max(1, tc.epochs // MAX_PROBE_RECORDS)
+        kernel, seed_inputs, opt = None, [], None
+        if seed_fast_path_applies(self.model_config, tc, self.device):
+            kernel = SeedKernel(model, tc.lr, train_head=not self.model_config.freeze_head)
+            with torch.no_grad():  # frozen embeddings: each sentence's input is fixed
+                seed_inputs = [kernel.prepare(model.embed(torch.tensor([ids]))[0]) for ids in train_ids]
+        else:
+            opt = self._optimizer()
         self._record_probes(0)
         step, elapsed = 0, 0.0
         model.train()
@@ -383,10 +394,15 @@ class Trainer:
                     epoch_start = time.perf_counter()
                 if self._stop.is_set():
                     break
-                ids, mask, y = self._tensors(rows, train_ids, train_labels)
-                logits, _ = model(ids, mask, need_weights=False)
-                loss = F.cross_entropy(logits, y, weight=weight)
-                loss_value = loss.item()
+                if kernel is not None:  # the seed's per-example SGD without autograd
+                    loss_value, pred = kernel.step(seed_inputs[rows[0]], train_labels[rows[0]])
+                    batch_correct = int(pred == train_labels[rows[0]])
+                else:
+                    ids, mask, y = self._tensors(rows, train_ids, train_labels)
+                    logits, _ = model(ids, mask, need_weights=False)
+                    loss = F.cross_entropy(logits, y, weight=weight)
+                    loss_value = loss.item()
+                    batch_correct = int((logits.argmax(-1) == y).sum())
                 if not math.isfinite(loss_value):
                     model.load_state_dict(last_good)
                     h.status = "diverged"
@@ -394,16 +410,18 @@ class Trainer:
                         f"training diverged at epoch {epoch}, step {step + 1} (loss = {loss_value}) with learning "
                         f"rate {tc.lr:g} — try a lower learning rate, e.g. {tc.lr / 10:g}; the last good weights are kept"
                     )
+                    kernel = None
                     break
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                if tc.grad_clip:
-                    torch.nn.utils.clip_grad_norm_(opt.param_groups[0]["params"], tc.grad_clip)
-                opt.step()
+                if kernel is None:
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    if tc.grad_clip:
+                        torch.nn.utils.clip_grad_norm_(opt.param_groups[0]["params"], tc.grad_clip)
+                    opt.step()
                 step += 1
                 seen += len(rows)
                 loss_sum += loss_value * len(rows)
-                correct += int((logits.argmax(-1) == y).sum())
+                correct += batch_correct
                 h.step_losses.append(loss_value)
                 if on_step is not None:
                     now = elapsed + epoch_seconds + time.perf_counter() - epoch_start
@@ -415,6 +433,8 @@ class Trainer:
             elapsed += epoch_seconds
             h.examples_seen += seen
             h.seconds = elapsed
+            if kernel is not None:
+                kernel.write_back(model)
             if h.status == "diverged" or seen == 0:
                 break
             # An epoch whose weights went non-finite is a divergence too (caught before it is kept).
@@ -432,7 +452,7 @@ class Trainer:
                 epoch, loss_sum / seen, correct / seen, val_loss, val_acc, round(elapsed, 4), seen / max(epoch_seconds, 1e-9)
             )
             h.epochs.append(record)
-            last_good = copy.deepcopy(model.state_dict())
+            last_good = _snapshot(model)
             score = val_loss if has_val else record.train_loss
             if score < best_loss:
                 best_loss, best_state, h.best_epoch = score, last_good, epoch

@@ -1,0 +1,373 @@
+"""Tests for attention_core.model: ModelConfig, AttentionClassifier, the seed preset, pooling."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from attention_core.embeddings import load_embeddings
+from attention_core.errors import ConfigError
+from attention_core.model import (
+    DEFAULT_MODEL,
+    SEED_MODEL,
+    AttentionClassifier,
+    ModelConfig,
+    pool,
+    sinusoidal_table,
+    with_data,
+)
+
+F64 = torch.float64
+TIGHT = {"rtol": 1e-10, "atol": 1e-12}
+SMALL = {"vocab_size": 12, "embedding_dim": 8, "n_layers": 2, "n_heads": 2, "d_model": 8, "d_ff": 16, "max_len": 16}
+
+
+def small_model(seed: int = 0, **overrides: object) -> AttentionClassifier:
+    torch.manual_seed(seed)
+    cfg = ModelConfig(**{**SMALL, "n_classes": 3, **overrides})
+    vectors = torch.randn(cfg.vocab_size, cfg.embedding_dim)
+    return AttentionClassifier(cfg, vectors).eval()
+
+
+# --- shapes, attention rows, padding invariance ----------------------------------------------
+
+
+@pytest.mark.parametrize("positional", ["none", "index", "sinusoidal", "learned"])
+def test_shapes_and_attention_rows(positional: str) -> None:
+    d_model = 9 if positional == "index" else 8  # index: E + 1 = 9 → needs heads dividing 9
+    model = small_model(n_heads=3 if positional == "index" else 2, d_model=d_model, positional=positional)
+    ids = torch.tensor([[2, 3, 4, 5, 6], [7, 8, 0, 0, 0], [9, 1, 10, 0, 0]])
+    mask = ids != 0
+    logits, attn = model(ids)
+    h = model.cfg.n_heads
+    assert logits.shape == (3, 3)
+    assert attn.shape == (2, 3, h, 5, 5)
+    assert torch.isfinite(logits).all()
+    assert torch.isfinite(attn).all()
+    real_rows = mask[None, :, None, :].expand(2, 3, h, 5)  # (L, B, H, T): rows of real query tokens
+    sums = attn.sum(-1)
+    torch.testing.assert_close(sums[real_rows], torch.ones(int(real_rows.sum())))
+    padded_keys = (~mask)[None, :, None, None, :].expand_as(attn)
+    assert (attn[padded_keys] == 0.0).all()
+    assert (attn >= 0).all()
+
+
+@pytest.mark.parametrize("pooling", ["mean", "max", "first"])
+@pytest.mark.parametrize("positional", ["sinusoidal", "index", "learned"])
+def test_padding_does_not_change_logits(pooling: str, positional: str) -> None:
+    d_model = 9 if positional == "index" else 8
+    model = small_model(
+        seed=4, pooling=pooling, positional=positional, d_model=d_model, n_heads=3 if positional == "index" else 2
+    ).double()
+    short = torch.tensor([[5, 3, 9]])
+    long = torch.tensor([[2, 4, 6, 8, 10, 11, 7]])
+    alone, attn_alone = model(short)
+    batch = torch.cat([torch.cat([short, torch.zeros(1, 4, dtype=torch.long)], dim=1), long])
+    together, attn_batch = model(batch)
+    torch.testing.assert_close(together[0], alone[0], **TIGHT)
+    torch.testing.assert_close(together[1], model(long)[0][0], **TIGHT)
+    torch.testing.assert_close(attn_batch[:, 0, :, :3, :3], attn_alone[:, 0], **TIGHT)
+    assert (attn_batch[:, 0, :, :, 3:] == 0.0).all()
+
+
+def test_explicit_mask_equals_default_mask() -> None:
+    model = small_model(seed=5)
+    ids = torch.tensor([[2, 3, 0], [4, 0, 0]])
+    a, wa = model(ids)
+    b, wb = model(ids, mask=ids != 0)
+    assert torch.equal(a, b) and torch.equal(wa, wb)
+
+
+def test_need_weights_false() -> None:
+    model = small_model(seed=6)
+    ids = torch.tensor([[2, 3, 4], [5, 6, 0]])
+    logits, attn = model(ids)
+    logits2, attn2 = model(ids, need_weights=False)
+    assert attn is not None and attn2 is None
+    assert torch.equal(logits, logits2)
+
+
+def test_eval_deterministic_train_uses_dropout() -> None:
+    model = small_model(seed=7, dropout=0.3)
+    ids = torch.tensor([[2, 3, 4, 5, 6, 7]])
+    assert torch.equal(model(ids)[0], model(ids)[0])
+    model.train()
+    outs = []
+    for s in range(4):
+        torch.manual_seed(s)
+        outs.append(model(ids)[0])
+    assert any(not torch.allclose(outs[0], o) for o in outs[1:])
+
+
+def test_unknown_and_extra_ids() -> None:
+    model = small_model(seed=8, positional="none", n_layers=1)
+    with torch.no_grad():
+        model.unk.copy_(torch.arange(8.0))
+    extra = torch.randn(2, 8)
+    ids = torch.tensor([[1, 2, 12, 13]])
+    x = model.embed(ids, extra)
+    assert torch.equal(x[0, 0], torch.arange(8.0))  # <unk> = the learned vector
+    assert torch.equal(x[0, 1], model.embedding.weight[2])
+    assert torch.equal(x[0, 2:], extra)
+    logits, _ = model(ids, extra=extra)
+    assert logits.shape == (1, 3)
+
+
+def test_vectors_shape_checked_and_copied() -> None:
+    cfg = ModelConfig(**{**SMALL, "n_classes": 2})
+    with pytest.raises(ValueError, match="vectors shape"):
+        AttentionClassifier(cfg, torch.zeros(cfg.vocab_size + 1, cfg.embedding_dim))
+    vectors = torch.randn(cfg.vocab_size, cfg.embedding_dim)
+    model = AttentionClassifier(cfg, vectors)
+    assert torch.equal(model.embedding.weight, vectors)
+    assert not model.embedding.weight.requires_grad  # freeze_embeddings defaults to True
+    unfrozen = AttentionClassifier(ModelConfig(**{**SMALL, "freeze_embeddings": False}))
+    assert unfrozen.embedding.weight.requires_grad
+
+
+@pytest.mark.parametrize("positional", ["sinusoidal", "learned"])
+def test_too_long_for_positional_table(positional: str) -> None:
+    model = small_model(positional=positional, max_len=4)
+    assert model(torch.tensor([[2, 3, 4, 5]]))[0].shape == (1, 3)
+    with pytest.raises(ValueError, match="max_len"):
+        model(torch.tensor([[2, 3, 4, 5, 6]]))
+
+
+def test_positional_options_change_the_input() -> None:
+    ids = torch.tensor([[2, 3, 4]])
+    none = small_model(seed=9, positional="none")
+    assert none.pos_embedding is None and not hasattr(none, "pos_table")
+    learned = small_model(seed=9, positional="learned")
+    assert learned.pos_embedding is not None and learned.pos_embedding.weight.shape == (16, 8)
+    sinus = small_model(seed=9, positional="sinusoidal")
+    torch.testing.assert_close(sinus.pos_table, sinusoidal_table(16, 8))
+    # "none" is order-blind with mean pooling: permuting tokens leaves the logits unchanged
+    perm = torch.tensor([[4, 2, 3]])
+    torch.testing.assert_close(none(ids)[0], none(perm)[0], rtol=1e-5, atol=1e-6)
+    assert not torch.allclose(sinus(ids)[0], sinus(perm)[0])
+    assert not torch.allclose(learned(ids)[0], learned(perm)[0])
+
+
+# --- pooling ---------------------------------------------------------------------------------
+
+
+def test_pool() -> None:
+    x = torch.tensor([[[1.0, -2.0], [3.0, 4.0], [100.0, 100.0]], [[-5.0, 6.0], [0.0, 0.0], [0.0, 0.0]]])
+    mask = torch.tensor([[True, True, False], [True, False, False]])
+    assert torch.equal(pool(x, mask, "mean"), torch.tensor([[2.0, 1.0], [-5.0, 6.0]]))
+    assert torch.equal(pool(x, mask, "max"), torch.tensor([[3.0, 4.0], [-5.0, 6.0]]))
+    assert torch.equal(pool(x, mask, "first"), torch.tensor([[1.0, -2.0], [-5.0, 6.0]]))
+
+
+# --- ModelConfig -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"n_heads": 3, "d_model": 64},
+        {"n_heads": 4, "d_model": None, "positional": "index", "embedding_dim": 50},  # 51 % 4
+        {"positional": "rotary"},
+        {"pooling": "sum"},
+        {"init": "xavier"},
+        {"dropout": 1.0},
+        {"dropout": -0.1},
+        {"n_classes": 1},
+        {"n_layers": 0},
+        {"n_heads": 0},
+        {"n_layers": 13},
+        {"n_heads": 32, "d_model": 64},
+        {"embedding_dim": 0},
+        {"d_ff": 0},
+        {"max_len": 0},
+        pytest.param(
+            {"d_model": -4},
+            marks=pytest.mark.xfail(strict=True, reason="negative d_model passes validation (-4 % 4 == 0)"),
+        ),
+    ],
+)
+def test_config_validation(bad: dict) -> None:
+    with pytest.raises(ConfigError) as info:
+        ModelConfig(**bad)
+    assert isinstance(info.value, ValueError)
+    assert info.value.hint  # every config error says how to fix it
+
+
+@pytest.mark.parametrize("cfg", [DEFAULT_MODEL, SEED_MODEL, ModelConfig(**SMALL, pooling="max", positional="none")])
+def test_config_round_trip(cfg: ModelConfig) -> None:
+    data = cfg.to_dict()
+    assert isinstance(data, dict) and data["pooling"] == cfg.pooling
+    assert ModelConfig.from_dict(data) == cfg
+    assert ModelConfig.from_dict(dict(data)).to_dict() == data
+
+
+def test_config_rejects_unknown_keys() -> None:
+    with pytest.raises(ConfigError, match="unknown model setting"):
+        ModelConfig.from_dict({**DEFAULT_MODEL.to_dict(), "n_hedas": 2})
+
+
+def test_model_dim_and_input_dim() -> None:
+    assert DEFAULT_MODEL.input_dim == 50 and DEFAULT_MODEL.model_dim == 64
+    assert SEED_MODEL.input_dim == 51 and SEED_MODEL.model_dim == 51
+    assert ModelConfig(d_model=None, positional="sinusoidal", n_heads=5).model_dim == 50
+
+
+def test_with_data_revalidates() -> None:
+    cfg = with_data(DEFAULT_MODEL, n_classes=4, vocab_size=99, embedding_dim=50)
+    assert (cfg.n_classes, cfg.vocab_size, cfg.embedding_dim) == (4, 99, 50)
+    assert cfg.n_layers == DEFAULT_MODEL.n_layers
+    with pytest.raises(ConfigError):
+        with_data(DEFAULT_MODEL, n_classes=1, vocab_size=99, embedding_dim=50)
+
+
+# --- sinusoidal table ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim", [4, 7, 51, 64])
+def test_sinusoidal_table(dim: int) -> None:
+    table = sinusoidal_table(10, dim)
+    assert table.shape == (10, dim)
+    assert torch.equal(table[0, 0::2], torch.zeros((dim + 1) // 2))  # pos 0: sin 0
+    assert torch.equal(table[0, 1::2], torch.ones(dim // 2))  # pos 0: cos 0
+    assert table[1, 0].item() == pytest.approx(math.sin(1.0), abs=1e-6)
+    assert table[3, 1].item() == pytest.approx(math.cos(3.0), abs=1e-6)
+    i = 1  # the second frequency: 10000^(-2/dim)
+    if 2 * i + 1 < dim:
+        w = 10000 ** (-2 * i / dim)
+        assert table[5, 2 * i].item() == pytest.approx(math.sin(5 * w), abs=1e-6)
+        assert table[5, 2 * i + 1].item() == pytest.approx(math.cos(5 * w), abs=1e-6)
+    assert (table.abs() <= 1).all()
+
+
+# --- the seed preset (the Julia post's model) ------------------------------------------------
+
+SENTENCE = "very sad as they both fail".split()
+
+
+def seed_model(vocab_size: int = 10, seed: int = 0) -> AttentionClassifier:
+    torch.manual_seed(seed)
+    cfg = with_data(SEED_MODEL, n_classes=3, vocab_size=vocab_size, embedding_dim=50)
+    return AttentionClassifier(cfg, torch.randn(vocab_size, 50))
+
+
+def test_seed_preset_architecture() -> None:
+    model = seed_model()
+    cfg = model.cfg
+    assert (cfg.input_dim, cfg.model_dim, cfg.n_heads, cfg.n_layers) == (51, 51, 1, 1)
+    assert isinstance(model.input_proj, nn.Identity)
+    assert isinstance(model.final_norm, nn.Identity)
+    assert model.pos_embedding is None and not hasattr(model, "pos_table")
+    (block,) = model.blocks
+    attn = block.attn
+    assert attn.n_heads == 1 and attn.d_head == 51
+    assert isinstance(attn.out_proj, nn.Identity)
+    assert isinstance(block.norm1, nn.Identity) and isinstance(block.norm2, nn.Identity)
+    assert block.ff is None
+    assert not any(isinstance(m, nn.LayerNorm) for m in model.modules())
+    assert model.head.in_features == 51 and model.head.out_features == 3
+
+    # no residual: the block's output is the attention's output
+    x = torch.randn(2, 4, 51)
+    with torch.no_grad():
+        torch.testing.assert_close(block(x, None, False)[0], attn(x)[0], rtol=0, atol=0)
+
+    ids = torch.tensor([[2, 3, 4, 5], [6, 7, 0, 0]])
+    feats = model.embed(ids)
+    assert feats.shape == (2, 4, 51)
+    assert torch.equal(feats[..., -1], torch.arange(4.0).expand(2, 4))  # position index 0, 1, 2, …
+    assert torch.equal(feats[..., :50], model.embedding.weight[ids])
+
+
+def test_seed_preset_init() -> None:
+    model = seed_model(seed=1)
+    attn = model.blocks[0].attn
+    for proj in (attn.q_proj, attn.k_proj, attn.v_proj, model.head):
+        assert proj.bias is not None
+        assert torch.equal(proj.bias, torch.zeros_like(proj.bias))
+    assert torch.equal(attn.v_proj.weight, attn.k_proj.weight)  # V = K at init ...
+    assert attn.v_proj.weight.data_ptr() != attn.k_proj.weight.data_ptr()  # ... but not the same tensor
+    assert not torch.equal(attn.q_proj.weight, attn.k_proj.weight)
+    for w, tol in ((attn.q_proj.weight, 0.1), (attn.k_proj.weight, 0.1), (model.head.weight, 0.3)):
+        assert w.shape[1] == 51
+        assert abs(w.std().item() - 0.01) < 0.01 * tol, w.std()
+        assert abs(w.mean().item()) < 4 * 0.01 / math.sqrt(w.numel())
+
+
+def test_seed_preset_frozen_parts() -> None:
+    model = seed_model(seed=2)
+    assert not model.head.weight.requires_grad and not model.head.bias.requires_grad
+    assert not model.embedding.weight.requires_grad
+    attn = model.blocks[0].attn
+    logits, _ = model(torch.tensor([[2, 3, 4]]))
+    torch.nn.functional.cross_entropy(logits, torch.tensor([1])).backward()
+    assert model.head.weight.grad is None and model.embedding.weight.grad is None
+    for proj in (attn.q_proj, attn.k_proj, attn.v_proj):
+        assert proj.weight.grad is not None and proj.weight.grad.abs().sum() > 0
+
+
+def julia_forwardprop(x: np.ndarray, Q, Qb, K, Kb, V, Vb, W, b) -> tuple[np.ndarray, np.ndarray]:
+    """The post's forwardprop, columns = tokens, but scaled by √d_k = √51 (not √length(q)).
+
+    Returns the pooled (pre-softmax) scores p (3,) and α (n, n).
+    """
+    n = x.shape[1]
+    x = np.vstack([x, np.arange(n)[None, :]])  # vcat(x, 0:n-1)
+    q, k, v = Q @ x + Qb, K @ x + Kb, V @ x + Vb
+    e = q.T @ k / np.sqrt(q.shape[0])
+    alpha = np.zeros(e.shape)
+    for row in range(e.shape[0]):
+        r = e[row] - e[row].max()
+        alpha[row] = np.exp(r) / np.exp(r).sum()
+    z = v @ alpha.T
+    f = W @ z + b
+    return f.sum(axis=1) / n, alpha
+
+
+@pytest.mark.parametrize("random_biases", [False, True])
+def test_seed_forward_equals_julia_forwardprop(random_biases: bool) -> None:
+    emb = load_embeddings()
+    vectors = np.zeros((2 + len(SENTENCE), 50), dtype=np.float32)
+    vectors[2:] = emb.vectors(SENTENCE)
+    cfg = with_data(SEED_MODEL, n_classes=3, vocab_size=len(vectors), embedding_dim=50)
+    torch.manual_seed(12)
+    model = AttentionClassifier(cfg, torch.from_numpy(vectors)).double().eval()
+    attn = model.blocks[0].attn
+    if random_biases:  # zero biases would hide a missing or misplaced bias term
+        with torch.no_grad():
+            for p in (attn.q_proj.bias, attn.k_proj.bias, attn.v_proj.bias, model.head.bias):
+                p.normal_(0.0, 0.5)
+            attn.v_proj.weight.normal_(0.0, 0.01)  # and V ≠ K after training
+
+    def np_(p: torch.Tensor) -> np.ndarray:
+        return p.detach().numpy()
+
+    params = [
+        np_(attn.q_proj.weight), np_(attn.q_proj.bias)[:, None],
+        np_(attn.k_proj.weight), np_(attn.k_proj.bias)[:, None],
+        np_(attn.v_proj.weight), np_(attn.v_proj.bias)[:, None],
+        np_(model.head.weight), np_(model.head.bias)[:, None],
+    ]  # fmt: skip
+
+    ids = torch.arange(2, 2 + len(SENTENCE))[None, :]
+    logits, weights = model(ids)
+    p, alpha = julia_forwardprop(vectors[2:].T.astype(np.float64), *params)
+    np.testing.assert_allclose(logits[0].detach().numpy(), p, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(weights[0, 0, 0].detach().numpy(), alpha, rtol=1e-10, atol=1e-12)
+    probs = torch.softmax(logits, -1)[0].detach().numpy()
+    np.testing.assert_allclose(probs, np.exp(p - p.max()) / np.exp(p - p.max()).sum(), rtol=1e-10)
+
+    # the same sentence padded in a batch with a longer one gives the same numbers
+    padded = torch.cat([torch.cat([ids, torch.zeros(1, 2, dtype=torch.long)], 1), torch.tensor([[2, 3, 4, 5, 6, 7, 2, 3]])])
+    logits_b, weights_b = model(padded)
+    torch.testing.assert_close(logits_b[0], logits[0], **TIGHT)
+    torch.testing.assert_close(weights_b[0, 0, 0, :6, :6], weights[0, 0, 0], **TIGHT)
+
+    # single word: the post reshapes a 1-D x to one column
+    one, w_one = model(ids[:, :1])
+    p1, a1 = julia_forwardprop(vectors[2:3].T.astype(np.float64), *params)
+    np.testing.assert_allclose(one[0].detach().numpy(), p1, rtol=1e-10, atol=1e-12)
+    assert w_one.shape == (1, 1, 1, 1, 1) and w_one.item() == 1.0 == a1.item()
