@@ -52,7 +52,7 @@ class ModelConfig:
     attention_out_proj: bool = True  # an output projection after the heads (the seed has none)
     pooling: str = "mean"  # mean | max | first: tokens → one sentence vector
     dropout: float = 0.1  # on attention weights, block outputs and the pooled vector
-    freeze_embeddings: bool = True  # keep the pretrained word vectors fixed
+    freeze_embeddings: bool = False  # keep the pretrained word vectors fixed (default: fine-tune them)
     freeze_head: bool = False  # keep the classifier head fixed (the seed post did)
     max_len: int = 256  # longest sequence the positional encoding covers
     init: str = "default"  # default (PyTorch's) | seed (N(0,1)/100 weights, zero biases, V = K)

@@ -30,7 +30,7 @@ from safetensors.torch import load_file, save_file
 
 from attention_core.embeddings import EmbeddingSource, load_embeddings
 from attention_core.encoding import TextEncoder
-from attention_core.errors import InputError, RunError
+from attention_core.errors import ConfigError, InputError, RunError
 from attention_core.model import AttentionClassifier, ModelConfig
 from attention_core.training import History, TrainConfig, TrainResult
 
@@ -188,6 +188,8 @@ def load_run(path: str | os.PathLike, *, embedding_file: str | None = None) -> R
         history_data = _read_json(path / "history.json")
         validation = history_data.pop("validation", {"texts": [], "labels": []})
         history = History.from_dict(history_data)
+    except ConfigError as err:
+        raise RunError(f"{path} has an invalid config: {err.message}", err.hint) from err
     except InputError:
         raise
     except (KeyError, TypeError, ValueError) as err:

@@ -34,8 +34,8 @@ MAX_PROBE_RECORDS = 100  # attention snapshots per probe sentence kept in the hi
 class TrainConfig:
     """How to train; saved as JSON with every run."""
 
-    epochs: int = 20  # passes over the training rows
-    batch_size: int = 32  # rows per step; 1 = per-example SGD like the seed
+    epochs: int = 10  # passes over the training rows
+    batch_size: int = 64  # rows per step; 1 = per-example SGD like the seed
     lr: float = 2e-3  # learning rate
     optimizer: str = "adamw"  # adamw | adam | sgd
     weight_decay: float = 0.01  # decoupled for adamw, L2 for the others
@@ -59,7 +59,7 @@ class TrainConfig:
             bad("epochs", "use 1 … 100000")
         if self.batch_size < 1:
             bad("batch_size", "use a positive number; 1 = per-example SGD")
-        if not (0 < self.lr <= 100) or not math.isfinite(self.lr):
+        if not (0 < self.lr <= 1e6) or not math.isfinite(self.lr):
             bad("lr", "use a positive learning rate such as 0.001")
         if self.optimizer not in OPTIMIZERS:
             bad("optimizer", f"choose one of {', '.join(OPTIMIZERS)}")
@@ -258,6 +258,7 @@ class Trainer:
         self._stop = threading.Event()
         self._running = threading.Event()
         self._running.set()
+        self._idle = threading.Event()  # set while the worker is actually waiting in a pause
 
     def _encode(self, ds: TextDataset) -> tuple[list[tuple[int, ...]], list[int]]:
         ids, labels = [], []
@@ -282,6 +283,10 @@ class Trainer:
     @property
     def paused(self) -> bool:
         return not self._running.is_set()
+
+    def wait_until_paused(self, timeout: float | None = None) -> bool:
+        """Block until the training thread has stopped stepping after :meth:`pause`."""
+        return self._idle.wait(timeout)
 
     # -- training ----------------------------------------------------------------------------
     def _tensors(self, rows: Sequence[int], ids: list, labels: list) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
@@ -390,7 +395,9 @@ class Trainer:
             for rows in batches:
                 if not self._running.is_set():  # paused: do not count the wait as training time
                     epoch_seconds += time.perf_counter() - epoch_start
+                    self._idle.set()
                     self._running.wait()
+                    self._idle.clear()
                     epoch_start = time.perf_counter()
                 if self._stop.is_set():
                     break

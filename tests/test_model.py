@@ -124,7 +124,9 @@ def test_vectors_shape_checked_and_copied() -> None:
     vectors = torch.randn(cfg.vocab_size, cfg.embedding_dim)
     model = AttentionClassifier(cfg, vectors)
     assert torch.equal(model.embedding.weight, vectors)
-    assert not model.embedding.weight.requires_grad  # freeze_embeddings defaults to True
+    assert model.embedding.weight.requires_grad is not cfg.freeze_embeddings
+    frozen = AttentionClassifier(ModelConfig(**{**SMALL, "freeze_embeddings": True}))
+    assert not frozen.embedding.weight.requires_grad
     unfrozen = AttentionClassifier(ModelConfig(**{**SMALL, "freeze_embeddings": False}))
     assert unfrozen.embedding.weight.requires_grad
 
@@ -361,7 +363,8 @@ def test_seed_forward_equals_julia_forwardprop(random_biases: bool) -> None:
     np.testing.assert_allclose(probs, np.exp(p - p.max()) / np.exp(p - p.max()).sum(), rtol=1e-10)
 
     # the same sentence padded in a batch with a longer one gives the same numbers
-    padded = torch.cat([torch.cat([ids, torch.zeros(1, 2, dtype=torch.long)], 1), torch.tensor([[2, 3, 4, 5, 6, 7, 2, 3]])])
+    longer = torch.tensor([[2, 3, 4, 5, 6, 7, 2, 3]])
+    padded = torch.cat([torch.cat([ids, torch.zeros(1, 2, dtype=torch.long)], 1), longer])
     logits_b, weights_b = model(padded)
     torch.testing.assert_close(logits_b[0], logits[0], **TIGHT)
     torch.testing.assert_close(weights_b[0, 0, 0, :6, :6], weights[0, 0, 0], **TIGHT)

@@ -1,0 +1,95 @@
+"""The command line end to end, in a subprocess: train → predict → evaluate, and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "attention_core", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
+def last_json(out: str) -> dict:
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("runs") / "small"
+    r = cli("train", "data/small.csv", "--out", str(out), "--epochs", "3", "--layers", "1", "--heads", "2",
+            "--batch-size", "8", "--seed", "1", "--val-fraction", "0.2", "--time-budget", "120")
+    assert r.returncode == 0, r.stderr
+    summary = last_json(r.stdout)
+    assert summary["epochs"] == 3 and summary["status"] == "finished"
+    for key in ("train_loss", "val_loss", "val_accuracy", "seconds", "examples_per_second"):
+        assert isinstance(summary[key], float | int), key
+    assert "Traceback" not in r.stderr and "epoch" in r.stderr  # progress goes to stderr
+    return out
+
+
+def test_train_writes_a_run(trained):
+    assert sorted(p.name for p in trained.iterdir()) == ["config.json", "history.json", "model.safetensors", "vocab.json"]
+
+
+def test_predict_prints_label_probabilities_tokens_attention(trained):
+    r = cli("predict", str(trained), "the food was not good at all")
+    assert r.returncode == 0, r.stderr
+    out = last_json(r.stdout)
+    assert out["label"] in out["probabilities"]
+    assert set(out["probabilities"]) == {"negative", "neutral", "positive"}
+    assert out["tokens"] == ["the", "food", "was", "not", "good", "at", "all"]
+    attn = out["attention"]
+    assert (len(attn), len(attn[0]), len(attn[0][0]), len(attn[0][0][0])) == (1, 2, 7, 7)
+
+
+def test_evaluate_with_other_column_names(trained, tmp_path):
+    csv = tmp_path / "other.csv"
+    csv.write_text("stars;review\npositive;i love this speaker\nnegative;it broke after a day\nneutral;it is ok\n")
+    r = cli("evaluate", str(trained), str(csv), "--text-col", "review", "--label-col", "stars")
+    assert r.returncode == 0, r.stderr
+    out = last_json(r.stdout)
+    assert out["n"] == 3 and 0.0 <= out["accuracy"] <= 1.0 and 0.0 <= out["macro_f1"] <= 1.0
+    assert sum(map(sum, out["confusion"])) == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("train", "missing.csv", "--out", "{tmp}/x"), "not found"),
+        (("train", "{tmp}/empty.csv", "--out", "{tmp}/x"), "empty"),
+        (("train", "{tmp}/header.csv", "--out", "{tmp}/x"), "no data rows|header"),
+        (("train", "{tmp}/one_class.csv", "--out", "{tmp}/x"), "only one"),
+        (("train", "{tmp}/binary.csv", "--out", "{tmp}/x"), "binary"),
+        (("train", "data/small.csv", "--out", "{tmp}/x", "--text-col", "nope"), "nope"),
+        (("train", "data/small.csv", "--out", "{tmp}/x", "--preset", "huge"), "unknown preset"),
+        (("train", "data/small.csv", "--out", "{tmp}/x", "--heads", "3"), "divisible"),
+        (("train", "data/small.csv", "--out", "{tmp}/x", "--device", "cuda"), "cuda|CUDA"),
+        (("train", "data/small.csv", "--out", "{tmp}/x", "--epochs", "many"), "invalid int"),
+        (("predict", "{tmp}/no_run", "hello"), "not found"),
+        (("predict", "RUN", "xqzzy qqqzz"), "none of the words"),
+        (("evaluate", "RUN", "{tmp}/one_class.csv", "--label-col", "label"), "only one"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_error(trained, tmp_path, args, message):
+    (tmp_path / "empty.csv").write_bytes(b"")
+    (tmp_path / "header.csv").write_text("text,label\n")
+    (tmp_path / "one_class.csv").write_text("text,label\ngood,pos\nnice,pos\n")
+    (tmp_path / "binary.csv").write_bytes(b"PK\x03\x04" + bytes(range(256)) * 4)
+    args = [a.replace("{tmp}", str(tmp_path)).replace("RUN", str(trained)) for a in args]
+    r = cli(*args)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    assert "Traceback" not in r.stderr
+    import re
+
+    assert re.search(message, lines[0]), lines[0]

@@ -1,0 +1,145 @@
+"""Runs on disk: save → load → identical predictions; atomic saves; damaged runs refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, load_run, save_run
+from attention_core.errors import EmbeddingError, RunError
+from attention_core.runs import list_runs, run_from_zip, run_to_zip
+
+TEXTS = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"] * 2
+LABELS = ["pos", "pos", "pos", "neg", "neg", "neg"] * 2
+
+
+@pytest.fixture(scope="module")
+def run() -> Run:
+    ds = dataset_from_lists(TEXTS, LABELS)
+    cfg = ModelConfig(n_layers=2, n_heads=2, d_model=16, d_ff=32, positional="learned")
+    result = Trainer(cfg, TrainConfig(epochs=3, batch_size=4, val_fraction=0.25), ds, load_embeddings()).run()
+    return Run.from_result(result, name="tiny")
+
+
+def test_save_load_gives_identical_predictions(run, tmp_path):
+    save_run(run, tmp_path / "r")
+    loaded = load_run(tmp_path / "r")
+    for text in ["a great movie", "a fantastic evening", "i hate xqzzy"]:
+        a, b = run.predict(text), loaded.predict(text)
+        assert a.probabilities == b.probabilities
+        assert a.attention == b.attention and a.tokens == b.tokens
+    assert loaded.label_names == run.label_names
+    assert loaded.model_config == run.model_config and loaded.train_config == run.train_config
+    assert loaded.history.to_dict() == run.history.to_dict()
+    assert loaded.validation == (tuple(run.validation[0]), tuple(run.validation[1]))
+    assert 0 < len(loaded.validation[0]) < len(TEXTS)
+
+
+def test_prediction_shape_and_unknown_words(run):
+    p = run.predict("a great xqzzy movie")
+    assert p.tokens == ["a", "great", "<unk>", "movie"] and p.unknown_tokens == ["xqzzy"]
+    attn = torch.tensor(p.attention)
+    assert attn.shape == (2, 2, 4, 4)  # [layer][head][query][key]
+    assert torch.allclose(attn.sum(-1), torch.ones(2, 2, 4), atol=1e-5)
+    assert sum(p.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
+    assert p.label == max(p.probabilities, key=p.probabilities.get)
+    with pytest.raises(EmbeddingError, match="none of the words"):
+        run.predict("xqzzy qqqzz")
+
+
+def test_words_outside_the_run_vocabulary_use_glove(run):
+    assert "fantastic" not in run.encoder.word_to_id
+    enc = run.encoder.encode("a fantastic movie")
+    assert enc.tokens == ("a", "fantastic", "movie") and enc.extra_words == ("fantastic",)
+
+
+def test_save_replaces_atomically_and_leaves_no_temp_dirs(run, tmp_path):
+    save_run(run, tmp_path / "r")
+    save_run(run, tmp_path / "r")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]
+    assert list_runs(tmp_path) == [tmp_path / "r"]
+
+
+def test_crash_mid_save_keeps_the_old_run(run, tmp_path, monkeypatch):
+    save_run(run, tmp_path / "r")
+    before = (tmp_path / "r" / "model.safetensors").read_bytes()
+
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("attention_core.runs.save_file", boom)
+    with pytest.raises(OSError, match="disk full"):
+        save_run(run, tmp_path / "r")
+    assert (tmp_path / "r" / "model.safetensors").read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["r"]
+    load_run(tmp_path / "r")
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda d: (d / "model.safetensors").unlink(), "missing model.safetensors"),
+        (lambda d: (d / "config.json").write_text("{not json"), "not valid JSON"),
+        (lambda d: (d / "config.json").write_text(json.dumps({"format": "other"})), "not an Attention Playground run"),
+        (lambda d: (d / "model.safetensors").write_bytes(b"\x00" * 64), "cannot be read"),
+        (lambda d: _edit_config(d, lambda c: c["model"].update(n_layers=3)), "does not fit"),
+        (lambda d: _edit_config(d, lambda c: c["model"].update(bogus=1)), "unknown model setting"),
+        (lambda d: _edit_config(d, lambda c: c.update(labels=["a"])), "do not match"),
+    ],
+)
+def test_damaged_runs_are_refused_with_a_clear_error(run, tmp_path, damage, message):
+    save_run(run, tmp_path / "r")
+    damage(tmp_path / "r")
+    with pytest.raises(RunError, match=message):
+        load_run(tmp_path / "r")
+
+
+def _edit_config(d: Path, change) -> None:
+    cfg = json.loads((d / "config.json").read_text())
+    change(cfg)
+    (d / "config.json").write_text(json.dumps(cfg))
+
+
+def test_loading_never_unpickles(run, tmp_path):
+    save_run(run, tmp_path / "r")
+    # A pickle payload where the weights should be: must be refused, not executed.
+    marker = tmp_path / "pwned"
+    payload = f"cos\nsystem\n(S'touch {marker}'\ntR.".encode()
+    (tmp_path / "r" / "model.safetensors").write_bytes(payload)
+    with pytest.raises(RunError):
+        load_run(tmp_path / "r")
+    assert not marker.exists()
+
+
+def test_zip_round_trip_and_bad_archives(run, tmp_path):
+    save_run(run, tmp_path / "r")
+    data = run_to_zip(tmp_path / "r")
+    target = run_from_zip(data, tmp_path, "copy of r")
+    assert target.name == "copy-of-r"
+    assert load_run(target).predict("i love it").probabilities == run.predict("i love it").probabilities
+    with pytest.raises(RunError, match="not a zip"):
+        run_from_zip(b"hello", tmp_path, "x")
+    with pytest.raises(RunError, match="already exists"):
+        run_from_zip(data, tmp_path, "copy of r")
+    evil = tmp_path / "evil.zip"
+    with zipfile.ZipFile(evil, "w") as zf:
+        zf.writestr("../../config.json", "{}")
+    with pytest.raises(RunError, match="has no"):
+        run_from_zip(evil.read_bytes(), tmp_path, "evil")
+    assert not any(p.name.startswith(".upload") for p in tmp_path.iterdir())
+
+
+def test_missing_run_dir_is_a_clear_error(tmp_path):
+    with pytest.raises(RunError, match="not found"):
+        load_run(tmp_path / "nope")
+    (tmp_path / "half").mkdir()
+    with pytest.raises(RunError, match="not a complete run"):
+        load_run(tmp_path / "half")
+    shutil.rmtree(tmp_path / "half")
+    assert os.listdir(tmp_path) == []

@@ -1,0 +1,181 @@
+"""Trainer: learning, determinism, control from another thread, divergence, callbacks."""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import replace
+
+import pytest
+import torch
+
+from attention_core import ModelConfig, TrainConfig, Trainer, dataset_from_lists, load_embeddings, preset
+from attention_core.errors import ConfigError, DataError
+
+POS = ["a great movie", "i love it", "wonderful and fun", "the best food ever", "really good service", "so happy"]
+NEG = ["a terrible movie", "i hate it", "awful and boring", "the worst food ever", "really bad service", "so sad"]
+TINY = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32, dropout=0.0)
+
+
+@pytest.fixture(scope="module")
+def emb():
+    return load_embeddings()
+
+
+@pytest.fixture(scope="module")
+def tiny_ds():
+    return dataset_from_lists(POS + NEG, ["pos"] * len(POS) + ["neg"] * len(NEG))
+
+
+def fit(ds, emb, model=TINY, **train):
+    cfg = TrainConfig(**{"epochs": 30, "batch_size": 4, "lr": 1e-2, "val_fraction": 0.0, **train})
+    return Trainer(model, cfg, ds, emb)
+
+
+def test_overfits_a_handful_of_rows(tiny_ds, emb):
+    result = fit(tiny_ds, emb).run()
+    h = result.history
+    assert h.status == "finished"
+    assert h.epochs[-1].train_loss < 0.1 < h.epochs[0].train_loss
+    preds = [result.model(result.encoder.collate([result.encoder.encode(t)]).ids)[0].argmax().item() for t in POS + NEG]
+    assert preds == [tiny_ds.label_names.index("pos")] * 6 + [tiny_ds.label_names.index("neg")] * 6
+
+
+def test_same_seed_same_history_other_seed_differs(tiny_ds, emb):
+    a = fit(tiny_ds, emb, epochs=5, seed=3).run().history
+    b = fit(tiny_ds, emb, epochs=5, seed=3).run().history
+    c = fit(tiny_ds, emb, epochs=5, seed=4).run().history
+    assert a.step_losses == b.step_losses
+    assert a.step_losses != c.step_losses
+
+
+def test_callbacks_fire_per_step_and_epoch(tiny_ds, emb):
+    steps, epochs = [], []
+    fit(tiny_ds, emb, epochs=3, batch_size=5).run(on_step=steps.append, on_epoch=epochs.append)
+    assert [e.epoch for e in epochs] == [1, 2, 3]
+    assert len(steps) == 3 * math.ceil(12 / 5)
+    assert [s.step for s in steps] == list(range(1, len(steps) + 1))
+    assert steps[-1].examples_seen == 3 * 12
+
+
+def test_batch_size_one_and_class_weights(emb):
+    ds = dataset_from_lists(POS + NEG[:2], ["pos"] * 6 + ["neg"] * 2)
+    h = fit(ds, emb, epochs=2, batch_size=1, class_weights=True).run().history
+    assert h.status == "finished" and len(h.step_losses) == 2 * 8
+    assert all(math.isfinite(x) for x in h.step_losses)
+
+
+def test_keeps_best_weights_by_validation_loss(emb):
+    ds = dataset_from_lists(POS * 3 + NEG * 3, ["pos"] * 18 + ["neg"] * 18)
+    trainer = fit(ds, emb, epochs=8, val_fraction=0.25)
+    result = trainer.run()
+    h = result.history
+    best = min(h.epochs, key=lambda e: e.val_loss)
+    assert h.best_epoch == best.epoch
+    val_loss, _, _ = trainer.evaluate_encoded(*trainer._val)
+    assert val_loss == pytest.approx(best.val_loss, rel=1e-5)
+
+
+def test_diverging_run_is_caught_and_last_good_weights_kept(tiny_ds, emb):
+    model = replace(TINY, layer_norm=False)
+    trainer = fit(tiny_ds, emb, model=model, lr=1e6, optimizer="sgd", grad_clip=None, epochs=50)
+    result = trainer.run()
+    h = result.history
+    assert h.status == "diverged"
+    assert "lower learning rate" in h.message
+    assert all(torch.isfinite(p).all() for p in result.model.parameters())
+    logits, _ = result.model(result.encoder.collate([result.encoder.encode("a great movie")]).ids)
+    assert torch.isfinite(logits).all()
+
+
+def test_stop_from_another_thread(tiny_ds, emb):
+    trainer = fit(tiny_ds, emb, epochs=100_000)
+    seen = threading.Event()
+
+    def on_epoch(rec):
+        if rec.epoch == 3:
+            seen.set()
+
+    box = {}
+    thread = threading.Thread(target=lambda: box.setdefault("r", trainer.run(on_epoch=on_epoch)))
+    thread.start()
+    assert seen.wait(60)
+    trainer.stop()
+    thread.join(60)
+    assert not thread.is_alive()
+    h = box["r"].history
+    assert h.status == "stopped" and 3 <= len(h.epochs) < 100_000
+
+
+def test_pause_and_resume_from_another_thread(tiny_ds, emb):
+    trainer = fit(tiny_ds, emb, epochs=100_000)
+    steps = []
+    resumed = threading.Event()
+
+    def on_step(ev):
+        steps.append(ev.step)
+        if ev.step == 5:
+            trainer.pause()
+        if ev.step == 8:
+            resumed.set()
+
+    thread = threading.Thread(target=lambda: trainer.run(on_step=on_step))
+    thread.start()
+    assert trainer.wait_until_paused(60)  # the worker is blocked in its pause now
+    assert trainer.paused and thread.is_alive()
+    assert steps == [1, 2, 3, 4, 5]  # nothing stepped after the pause took effect
+    trainer.resume()
+    assert resumed.wait(60)  # stepping went on after resume
+    trainer.stop()
+    thread.join(60)
+    assert not thread.is_alive()
+    assert steps[:8] == list(range(1, 9))
+
+
+def test_time_budget_stops_training(tiny_ds, emb):
+    h = fit(tiny_ds, emb, epochs=100_000, time_budget=0.5).run().history
+    assert h.status == "time budget"
+    assert 0.5 <= h.seconds < 5
+
+
+def test_probe_attention_recorded_per_epoch(tiny_ds, emb):
+    h = fit(tiny_ds, emb, epochs=4, probes=("a great movie", "xqzzy")).run().history
+    assert [p["epoch"] for p in h.probes] == [0, 1, 2, 3, 4]
+    sentence = h.probes[-1]["sentences"][0]
+    assert sentence["tokens"] == ["a", "great", "movie"]
+    attn = torch.tensor(sentence["attention"])
+    assert attn.shape == (1, 2, 3, 3)
+    assert torch.allclose(attn.sum(-1), torch.ones(1, 2, 3), atol=1e-3)
+    assert len(h.probes[-1]["sentences"]) == 1  # the all-unknown probe is skipped, not an error
+
+
+def test_rows_with_no_known_word_are_skipped(emb):
+    ds = dataset_from_lists(POS + ["xqzzy qqqzz"], ["pos"] * 6 + ["neg"])
+    h = fit(ds, emb, epochs=1, unknown="drop").run().history
+    assert h.skipped_rows == 1
+    with pytest.raises(DataError, match="no training row"):
+        fit(dataset_from_lists(["xqzzy", "qqqzz"], ["a", "b"]), emb, unknown="drop")
+
+
+@pytest.mark.parametrize(
+    "bad", [dict(epochs=0), dict(batch_size=0), dict(lr=0.0), dict(optimizer="lbfgs"), dict(val_fraction=0.95)]
+)
+def test_bad_train_config_is_a_clear_error(bad):
+    with pytest.raises(ConfigError, match="is not valid"):
+        TrainConfig(**bad)
+
+
+def test_presets_learn_on_bundled_data(emb):
+    from attention_core import load_dataset
+
+    ds = load_dataset("data/small.csv")
+    model_cfg, train_cfg = preset("seed", epochs=20)
+    h = Trainer(model_cfg, train_cfg, ds, load_embeddings(replace_limit(10_000))).run().history
+    assert h.epochs[-1].train_loss < h.epochs[0].train_loss
+    assert [s["text"] for s in h.probes[-1]["sentences"]] == list(train_cfg.probes)
+
+
+def replace_limit(limit):
+    from attention_core import EmbeddingSource
+
+    return EmbeddingSource(limit=limit)
