@@ -15,7 +15,7 @@ Modules, in the order data flows through them:
 
 from attention_core.attention import AttentionSteps, MultiHeadAttention, attention_steps, causal_mask, padding_mask
 from attention_core.data import DatasetReport, TextDataset, dataset_from_lists, load_dataset
-from attention_core.embeddings import EmbeddingSource, Embeddings, load_embeddings
+from attention_core.embeddings import Embeddings, EmbeddingSource, load_embeddings
 from attention_core.encoding import TextEncoder
 from attention_core.errors import ConfigError, DataError, EmbeddingError, InputError, RunError
 from attention_core.metrics import Metrics, classification_metrics

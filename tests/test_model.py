@@ -247,7 +247,7 @@ def test_sinusoidal_table(dim: int) -> None:
 
 # --- the seed preset (the Julia post's model) ------------------------------------------------
 
-SENTENCE = "very sad as they both fail".split()
+SENTENCE = ["very", "sad", "as", "they", "both", "fail"]
 
 
 def seed_model(vocab_size: int = 10, seed: int = 0) -> AttentionClassifier:

@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, load_run, save_run
+from attention_core import (
+    ModelConfig,
+    Run,
+    TrainConfig,
+    Trainer,
+    dataset_from_lists,
+    load_embeddings,
+    load_run,
+    save_run,
+)
 from attention_core.errors import EmbeddingError, RunError
 from attention_core.runs import list_runs, run_from_zip, run_to_zip
 

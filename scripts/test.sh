@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Set up a fresh machine for the tests and run them: the README's test command.
+#   - Debian's chromium for the end-to-end browser tests (Playwright drives /usr/bin/chromium)
+#   - the Python requirements (torch is pinned to the local CPU wheel)
+#   - ruff, then pytest (exit code 5, "no tests collected", counts as a failure)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+  else
+    echo "chromium is missing: sudo apt-get install -y chromium" >&2
+    exit 1
+  fi
+fi
+
+python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+
+ruff check .
+
+set +e
+python -m pytest "$@"
+status=$?
+set -e
+if [ "$status" = 5 ]; then
+  echo "pytest collected no tests: that is a failure" >&2
+  exit 1
+fi
+exit "$status"

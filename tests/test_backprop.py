@@ -1,0 +1,69 @@
+"""The hand-written backward pass of the seed model against autograd, and the fast path."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from attention_core import EmbeddingSource, Trainer, dataset_from_lists, load_embeddings, preset
+from attention_core.backprop import SeedKernel, seed_backward, seed_forward
+
+D, C = 51, 3
+
+
+def params(seed: int) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    shapes = {"Q": (D, D), "Qb": (D,), "K": (D, D), "Kb": (D,), "V": (D, D), "Vb": (D,), "W": (C, D), "b": (C,)}
+    return {k: (torch.randn(*s, generator=g, dtype=torch.float64) * 0.3).requires_grad_() for k, s in shapes.items()}
+
+
+@pytest.mark.parametrize(("n", "y", "seed"), [(1, 0, 0), (4, 2, 1), (9, 1, 2)])
+def test_hand_written_gradients_match_autograd(n, y, seed):
+    p = params(seed)
+    x = torch.randn(n, D, generator=torch.Generator().manual_seed(seed + 10), dtype=torch.float64)
+    fw = seed_forward(x, y, p)
+    fw.loss.backward()
+    grads = seed_backward(fw, y, {k: v.detach() for k, v in p.items()})
+    for name in ("Q", "Qb", "K", "Kb", "V", "Vb", "W", "b"):
+        diff = (grads[f"dL/d{name}"] - p[name].grad).abs().max().item()
+        assert diff <= 1e-6, (name, diff)
+
+
+def test_julia_variant_differs_from_the_correct_gradient():
+    p = params(3)
+    x = torch.randn(5, D, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    fw = seed_forward(x, 1, p)
+    right = seed_backward(fw, 1, p)
+    julia = seed_backward(fw, 1, p, julia=True)
+    assert torch.equal(right["dL/dV"], julia["dL/dV"])  # values do not go through the Jacobian
+    assert (right["dL/dQ"] - julia["dL/dQ"]).abs().max() > 1e-8  # queries do
+
+
+def test_single_token_softmax_jacobian_is_zero():
+    p = params(5)
+    fw = seed_forward(torch.randn(1, D, dtype=torch.float64), 0, p)
+    g = seed_backward(fw, 0, p)
+    assert torch.count_nonzero(g["softmax Jacobian"]) == 0 and torch.count_nonzero(g["dL/dQ"]) == 0
+
+
+@pytest.mark.parametrize("freeze_head", [True, False])
+def test_seed_fast_path_matches_autograd_training(freeze_head):
+    emb = load_embeddings(EmbeddingSource(limit=10_000))
+    ds = dataset_from_lists(
+        ["i love this speaker", "great product", "it broke after a day", "waste of money", "it meets my need"],
+        ["positive", "positive", "negative", "negative", "neutral"],
+    )
+    model_cfg, train_cfg = preset("seed", epochs=15, freeze_head=freeze_head)
+    fast = Trainer(model_cfg, train_cfg, ds, emb)
+    slow = Trainer(model_cfg, replace(train_cfg, grad_clip=1e12), ds, emb)  # any clip disables the fast path
+    a, b = fast.run(), slow.run()
+    assert a.history.step_losses == pytest.approx(b.history.step_losses, abs=1e-5)
+    for (name, pa), pb in zip(a.model.state_dict().items(), b.model.state_dict().values(), strict=True):
+        assert torch.allclose(pa, pb, atol=1e-5), name
+
+
+def test_kernel_prepare_appends_ones():
+    x = torch.randn(3, D)
+    assert torch.equal(SeedKernel.prepare(x)[:, -1], torch.ones(3))

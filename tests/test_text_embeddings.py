@@ -1,0 +1,103 @@
+"""Tokenizer, word vectors (GloVe and a user's own file), encoder, and the import rule."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attention_core import EmbeddingSource, TextEncoder, load_embeddings, tokenize
+from attention_core.errors import EmbeddingError
+from attention_core.text import whitespace_tokenize
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("The food wasn't good... at ALL!", ["the", "food", "was", "n't", "good", "...", "at", "all", "!"]),
+        ("I can't, it's 3.5 stars", ["i", "ca", "n't", ",", "it", "'s", "3.5", "stars"]),
+        ("we’re happy—really", ["we", "'re", "happy", "-", "-", "really"]),
+        ("minutes.MAJOR PROBLEMS!!", ["minutes", ".", "major", "problems", "!", "!"]),
+        ("a well-made case", ["a", "well-made", "case"]),
+    ],
+)
+def test_tokenizer_splits_like_glove(text, tokens):
+    assert tokenize(text) == tokens
+
+
+def test_glove_knows_the_tokenizers_pieces():
+    emb = load_embeddings()
+    for tok in ["n't", "'s", "'re", "ca", "wo", "...", "!", "3.5", "well-made"]:
+        assert tok in emb, tok
+
+
+def test_whitespace_tokenizer_is_the_seeds():
+    assert whitespace_tokenize("i love  this Speaker ") == ["i", "love", "this", "speaker"]
+
+
+def test_glove_loads_400k_words_and_limit_keeps_most_frequent():
+    full = load_embeddings()
+    assert full.size == 400_000 and full.dim == 50
+    top = load_embeddings(EmbeddingSource(limit=10_000))
+    assert top.size == 10_000 and "the" in top and "fantastic" in top
+    rare = full.kv.index_to_key[200_000]
+    assert rare in full and rare not in top
+    assert load_embeddings() is full  # loaded once, shared
+
+
+def test_users_own_vector_files(tmp_path):
+    words = ["good", "bad", "movie"]
+    vecs = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+    glove = tmp_path / "vectors.txt"
+    glove.write_text("".join(f"{w} {' '.join(map(str, v))}\n" for w, v in zip(words, vecs, strict=True)))
+    w2v = tmp_path / "vectors.w2v.txt"
+    w2v.write_text("3 4\n" + glove.read_text())
+    from gensim.models import KeyedVectors
+
+    kv = KeyedVectors(4)
+    kv.add_vectors(words, vecs)
+    binary = tmp_path / "vectors.bin"
+    kv.save_word2vec_format(str(binary), binary=True)
+    for path in (glove, w2v, binary):
+        emb = load_embeddings(EmbeddingSource("file", str(path)))
+        assert emb.dim == 4 and emb.size == 3
+        np.testing.assert_allclose(emb.vector("bad"), vecs[1], rtol=1e-6)
+    limited = load_embeddings(EmbeddingSource("file", str(glove), limit=2))
+    assert "movie" not in limited and "bad" in limited
+
+
+def test_bad_vector_files_are_clear_errors(tmp_path):
+    with pytest.raises(EmbeddingError, match="not found"):
+        load_embeddings(EmbeddingSource("file", str(tmp_path / "missing.txt")))
+    bad = tmp_path / "bad.txt"
+    bad.write_text("hello world\nthis is not vectors\n")
+    with pytest.raises(EmbeddingError, match="could not read"):
+        load_embeddings(EmbeddingSource("file", str(bad)))
+    with pytest.raises(EmbeddingError, match="limit"):
+        EmbeddingSource(limit=0)
+
+
+def test_encoder_unknown_modes_and_truncation():
+    emb = load_embeddings()
+    drop = TextEncoder.build(emb, ["good movie"], unknown="drop", max_tokens=3)
+    e = drop.encode("a good xqzzy movie night out")
+    assert e.tokens == ("a", "good", "movie") and e.unknown == ("xqzzy",) and e.truncated == 2
+    assert any("truncated" in n for n in e.notes) and any("dropped" in n for n in e.notes)
+    unk = TextEncoder.build(emb, ["good movie"], unknown="unk")
+    assert unk.encode("good xqzzy").tokens == ("good", "<unk>")
+    assert unk.encode("good xqzzy").ids[1] == 1
+    with pytest.raises(EmbeddingError, match="none of the words"):
+        unk.encode_for_model("xqzzy qqqzz")
+
+
+def test_core_never_imports_streamlit():
+    code = "import sys, attention_core, attention_core.cli, attention_core.backprop; print('streamlit' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    for path in (ROOT / "attention_core").rglob("*.py"):
+        assert "import streamlit" not in path.read_text(), path
