@@ -11,7 +11,7 @@ One function, two audiences (after harvardnlp's annotated transformer): the mode
 
 Masks follow PyTorch's ``F.scaled_dot_product_attention``: a boolean tensor broadcastable
 to (…, T, S), ``True`` = may attend. A query row with every key masked gets all-zero
-weights and a zero output (PyTorch's math path would give NaN).
+weights and a zero output, and no NaN reaches the gradients.
 
 Legend: B batch, H heads, T query tokens, S key/value tokens, D model dim, Dh head dim.
 """
@@ -66,6 +66,10 @@ def attention_steps(
     else:
         if mask.dtype != torch.bool:
             raise ValueError(f"mask must be boolean (True = may attend), got {mask.dtype}")
+        try:
+            torch.broadcast_shapes(mask.shape, scaled.shape)
+        except RuntimeError as err:
+            raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to scores {tuple(scaled.shape)}") from err
         masked = scaled.masked_fill(~mask, float("-inf"))
         # A row with no allowed key would be softmax(all −∞) = NaN, and NaN poisons gradients
         # even after a later fill; give such rows finite inputs, then zero them.
@@ -93,8 +97,9 @@ class MultiHeadAttention(nn.Module):
     """Multi-head attention with separate ``q_proj``, ``k_proj``, ``v_proj`` and ``out_proj``.
 
     ``forward(x)`` is self-attention; ``forward(x, context)`` is cross-attention where
-    queries come from ``x`` (dim ``d_model``) and keys/values from ``context`` (dims
-    ``kdim``/``vdim``). The weights returned are the ones the output was computed from.
+    queries come from ``x`` (dim ``d_model``) and keys and values from ``context`` (dim
+    ``kdim``); pass ``value=`` when values come from another tensor (dim ``vdim``). The
+    weights returned are the softmax the output was computed from (before any dropout).
 
     Shape:
         x: (B, T, D), context: (B, S, kdim), mask: bool broadcastable to (B, H, T, S)
@@ -134,12 +139,19 @@ class MultiHeadAttention(nn.Module):
         return x.view(b, t, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, Dh)
 
     def forward(
-        self, x: Tensor, context: Tensor | None = None, mask: Tensor | None = None, *, need_weights: bool = True
+        self,
+        x: Tensor,
+        context: Tensor | None = None,
+        mask: Tensor | None = None,
+        *,
+        value: Tensor | None = None,
+        need_weights: bool = True,
     ) -> tuple[Tensor, Tensor | None]:
         context = x if context is None else context
+        value = context if value is None else value
         q = self._split(self.q_proj(x))  # (B, H, T, Dh)
         k = self._split(self.k_proj(context))  # (B, H, S, Dh)
-        v = self._split(self.v_proj(context))  # (B, H, S, Dh)
+        v = self._split(self.v_proj(value))  # (B, H, S, Dh)
         p = self.dropout if self.training else 0.0
         # The explicit path is also the fast one here: on CPU, F.scaled_dot_product_attention
         # with a boolean mask was ~20× slower forward+backward at these sizes (benchmarks/).

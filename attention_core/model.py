@@ -63,6 +63,8 @@ class ModelConfig:
 
         if self.n_classes < 2:
             bad("n_classes", self.n_classes, "a classifier needs at least 2 classes")
+        if self.d_model is not None and self.d_model < 1:
+            bad("d_model", self.d_model, "use a positive model dim, or None for the input dim")
         for name in ("n_layers", "n_heads", "embedding_dim", "d_ff", "max_len"):
             if getattr(self, name) < 1:
                 bad(name, getattr(self, name), "use a positive number")
@@ -78,8 +80,6 @@ class ModelConfig:
             bad("dropout", self.dropout, "use a value in [0, 1)")
         if self.model_dim % self.n_heads:
             bad("n_heads", self.n_heads, f"model dim {self.model_dim} must be divisible by the number of heads")
-        if self.n_layers > 1 and not self.attention_out_proj and not self.residual:
-            pass  # allowed: stacked bare attention, just unusual
 
     @property
     def input_dim(self) -> int:
@@ -88,7 +88,7 @@ class ModelConfig:
 
     @property
     def model_dim(self) -> int:
-        return self.d_model or self.input_dim
+        return self.input_dim if self.d_model is None else self.d_model
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -250,8 +250,8 @@ def pool(x: Tensor, mask: Tensor, how: str) -> Tensor:
     if how == "first":
         return x[:, 0]
     m = mask[..., None].to(x.dtype)  # (B, T, 1)
-    if how == "max":
-        return x.masked_fill(m == 0, float("-inf")).amax(dim=1)
+    if how == "max":  # an all-padding row would be −∞: give it 0 like mean pooling does
+        return x.masked_fill(m == 0, float("-inf")).amax(dim=1).nan_to_num(neginf=0.0)
     return (x * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
 
 

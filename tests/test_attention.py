@@ -288,10 +288,9 @@ def test_mismatched_shapes_raise(q_shape: tuple, k_shape: tuple, v_shape: tuple,
         attention_steps(torch.randn(q_shape), torch.randn(k_shape), torch.randn(v_shape))
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason="mask shape is not validated: RuntimeError, not ValueError")
 def test_unbroadcastable_mask_raises_value_error() -> None:
     q, k, v = torch.randn(3, 4), torch.randn(5, 4), torch.randn(5, 2)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="does not broadcast"):
         attention_steps(q, k, v, mask=torch.ones(3, 4, dtype=torch.bool))
 
 
@@ -449,3 +448,9 @@ def test_mha_dropout_only_in_train_mode() -> None:
 def test_mha_rejects_indivisible_heads() -> None:
     with pytest.raises(ValueError, match="divisible"):
         MultiHeadAttention(10, 3)
+
+
+def test_cross_attention_with_separate_value_tensor() -> None:
+    mha = MultiHeadAttention(8, 2, kdim=6, vdim=7)
+    out, w = mha(torch.randn(1, 3, 8), torch.randn(1, 4, 6), value=torch.randn(1, 4, 7))
+    assert out.shape == (1, 3, 8) and w.shape == (1, 2, 3, 4)

@@ -1,0 +1,233 @@
+"""Every chart of the app: plotly ``go.Figure`` builders. No streamlit here; pages place them.
+
+Attention heatmaps use one fixed 0–1 colour scale so a learner can compare heads and
+layers by colour alone: rows are queries (the token that looks), columns are keys (the
+token looked at), and each row sums to 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+COLORSCALE = "Blues"
+TEMPLATE = "plotly_white"
+
+
+def _dedupe(tokens: Sequence[str]) -> list[str]:
+    """Plotly merges equal category labels: make repeated tokens unique ("the", "the ²")."""
+    seen: dict[str, int] = {}
+    out = []
+    for tok in tokens:
+        seen[tok] = seen.get(tok, 0) + 1
+        out.append(tok if seen[tok] == 1 else f"{tok} ({seen[tok]})")
+    return out
+
+
+def attention_heatmap(
+    weights: np.ndarray,
+    queries: Sequence[str],
+    keys: Sequence[str] | None = None,
+    *,
+    title: str = "",
+    zmax: float = 1.0,
+    height: int | None = None,
+    show_values: bool | None = None,
+    colorbar_title: str = "weight",
+) -> go.Figure:
+    """One attention map: rows = queries, columns = keys, hover shows ``query → key: weight``."""
+    w = np.asarray(weights, dtype=float)
+    keys = queries if keys is None else keys
+    qs, ks = _dedupe(queries), _dedupe(keys)
+    if show_values is None:
+        show_values = w.shape[0] * w.shape[1] <= 144
+    fig = go.Figure(
+        go.Heatmap(
+            z=w,
+            x=ks,
+            y=qs,
+            zmin=0.0,
+            zmax=zmax,
+            colorscale=COLORSCALE,
+            colorbar={"title": colorbar_title, "thickness": 12},
+            text=np.round(w, 2) if show_values else None,
+            texttemplate="%{text}" if show_values else None,
+            hovertemplate="<b>%{y}</b> → <b>%{x}</b><br>weight %{z:.4f}<extra></extra>",
+        )
+    )
+    side = height or max(260, 34 * len(qs) + 120)
+    fig.update_layout(
+        title=title or None,
+        template=TEMPLATE,
+        height=side,
+        margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
+        xaxis={"title": "key (attended to)", "side": "top", "tickangle": -45},
+        yaxis={"title": "query (attending)", "autorange": "reversed"},
+    )
+    return fig
+
+
+def attention_grid(attention: np.ndarray, tokens: Sequence[str], *, average: bool = True, cell: int = 230) -> go.Figure:
+    """All layers × heads (plus a head-average column) as small heatmaps. attention (L, H, T, T)."""
+    a = np.asarray(attention, dtype=float)
+    n_layers, n_heads = a.shape[:2]
+    cols = n_heads + (1 if average else 0)
+    titles = [f"L{layer + 1} · {'avg' if h == n_heads else f'H{h + 1}'}" for layer in range(n_layers) for h in range(cols)]
+    fig = make_subplots(rows=n_layers, cols=cols, subplot_titles=titles, horizontal_spacing=0.03, vertical_spacing=0.08)
+    toks = _dedupe(tokens)
+    for layer in range(n_layers):
+        for h in range(cols):
+            z = a[layer].mean(0) if h == n_heads else a[layer, h]
+            fig.add_trace(
+                go.Heatmap(
+                    z=z,
+                    x=toks,
+                    y=toks,
+                    zmin=0,
+                    zmax=1,
+                    colorscale=COLORSCALE,
+                    showscale=layer == 0 and h == 0,
+                    colorbar={"thickness": 10, "len": 0.5, "y": 1, "yanchor": "top"},
+                    hovertemplate=f"layer {layer + 1}, {'head average' if h == n_heads else f'head {h + 1}'}"
+                    "<br><b>%{y}</b> → <b>%{x}</b>: %{z:.3f}<extra></extra>",
+                ),
+                row=layer + 1,
+                col=h + 1,
+            )
+    fig.update_yaxes(autorange="reversed", showticklabels=len(toks) <= 16, tickfont={"size": 9})
+    fig.update_xaxes(showticklabels=len(toks) <= 16, tickangle=-60, tickfont={"size": 9})
+    fig.update_layout(template=TEMPLATE, height=cell * n_layers + 60, margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    return fig
+
+
+def probability_bars(probabilities: Mapping[str, float], *, predicted: str | None = None) -> go.Figure:
+    """One horizontal bar per class, the predicted one highlighted."""
+    labels = list(probabilities)
+    values = [probabilities[k] for k in labels]
+    colors = ["#1f77b4" if k == predicted else "#b0c4de" for k in labels]
+    fig = go.Figure(
+        go.Bar(
+            x=values,
+            y=labels,
+            orientation="h",
+            marker_color=colors,
+            text=[f"{v:.1%}" for v in values],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:.2%}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        template=TEMPLATE,
+        height=60 + 34 * len(labels),
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        xaxis={"range": [0, 1], "tickformat": ".0%"},
+        yaxis={"autorange": "reversed"},
+    )
+    return fig
+
+
+def training_curves(epochs: Sequence[Mapping], step_losses: Sequence[float] = (), *, title: str = "") -> go.Figure:
+    """Loss (left) and accuracy (right) per epoch, train and validation; step losses faintly behind."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("loss", "accuracy"))
+    ep = [e["epoch"] for e in epochs]
+    if step_losses and ep:
+        n = len(step_losses)
+        xs = np.linspace(0, ep[-1], n + 1)[1:]
+        stride = max(1, n // 2000)  # keep the browser light on 39,000-step seed runs
+        fig.add_trace(
+            go.Scatter(x=xs[::stride], y=list(step_losses)[::stride], name="step loss", mode="lines",
+                       line={"color": "rgba(31,119,180,0.25)", "width": 1}, hoverinfo="skip"),
+            row=1, col=1,
+        )
+    fig.add_trace(go.Scatter(x=ep, y=[e["train_loss"] for e in epochs], name="train loss", mode="lines+markers",
+                             line={"color": "#1f77b4"}), row=1, col=1)
+    if any(e.get("val_loss") is not None for e in epochs):
+        fig.add_trace(go.Scatter(x=ep, y=[e["val_loss"] for e in epochs], name="validation loss", mode="lines+markers",
+                                 line={"color": "#ff7f0e"}), row=1, col=1)
+        fig.add_trace(go.Scatter(x=ep, y=[e["val_accuracy"] for e in epochs], name="validation accuracy",
+                                 mode="lines+markers", line={"color": "#ff7f0e", "dash": "dot"}), row=1, col=2)
+    fig.add_trace(go.Scatter(x=ep, y=[e["train_accuracy"] for e in epochs], name="train accuracy", mode="lines+markers",
+                             line={"color": "#1f77b4", "dash": "dot"}), row=1, col=2)
+    fig.update_xaxes(title="epoch")
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)
+    fig.update_layout(template=TEMPLATE, height=330, title=title or None, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+                      legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
+def compare_curves(histories: Mapping[str, Sequence[Mapping]]) -> go.Figure:
+    """Validation (or train) loss and accuracy of several runs overlaid."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("loss", "accuracy"))
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+    for i, (name, epochs) in enumerate(histories.items()):
+        color = palette[i % len(palette)]
+        ep = [e["epoch"] for e in epochs]
+        has_val = any(e.get("val_loss") is not None for e in epochs)
+        key = "val" if has_val else "train"
+        fig.add_trace(go.Scatter(x=ep, y=[e[f"{key}_loss"] for e in epochs], name=f"{name} ({key} loss)",
+                                 line={"color": color}), row=1, col=1)
+        fig.add_trace(go.Scatter(x=ep, y=[e[f"{key}_accuracy"] for e in epochs], name=f"{name} ({key} accuracy)",
+                                 line={"color": color, "dash": "dot"}), row=1, col=2)
+    fig.update_xaxes(title="epoch")
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)
+    fig.update_layout(template=TEMPLATE, height=340, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+                      legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
+def confusion_heatmap(confusion: Sequence[Sequence[int]], labels: Sequence[str]) -> go.Figure:
+    z = np.asarray(confusion)
+    fig = go.Figure(go.Heatmap(z=z, x=list(labels), y=list(labels), colorscale="Oranges", text=z, texttemplate="%{text}",
+                               hovertemplate="true %{y}, predicted %{x}: %{z}<extra></extra>", showscale=False))
+    fig.update_layout(template=TEMPLATE, height=120 + 50 * len(labels), margin={"l": 10, "r": 10, "t": 10, "b": 10},
+                      xaxis={"title": "predicted", "side": "top"}, yaxis={"title": "true", "autorange": "reversed"})
+    return fig
+
+
+def class_balance(counts: Mapping[str, int]) -> go.Figure:
+    fig = go.Figure(go.Bar(x=list(counts), y=list(counts.values()), marker_color="#1f77b4", text=list(counts.values()),
+                           textposition="auto"))
+    fig.update_layout(template=TEMPLATE, height=240, margin={"l": 10, "r": 10, "t": 30, "b": 10}, title="class balance",
+                      yaxis={"title": "rows"})
+    return fig
+
+
+def length_histogram(lengths: Sequence[int], *, limit: int | None = None) -> go.Figure:
+    fig = go.Figure(go.Histogram(x=list(lengths), marker_color="#1f77b4", nbinsx=40))
+    if limit:
+        fig.add_vline(x=limit, line_dash="dash", line_color="#d62728", annotation_text=f"truncated beyond {limit}")
+    fig.update_layout(template=TEMPLATE, height=240, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                      title="sentence length (tokens)", xaxis={"title": "tokens"}, yaxis={"title": "rows"})
+    return fig
+
+
+def token_scores(tokens: Sequence[str], series: Mapping[str, Sequence[float]]) -> go.Figure:
+    """Per-token bars for several scores (e.g. attention rollout vs saliency), each scaled to max |1|."""
+    fig = go.Figure()
+    toks = _dedupe(tokens)
+    for name, values in series.items():
+        v = np.asarray(values, dtype=float)
+        scale = np.abs(v).max() or 1.0
+        fig.add_trace(go.Bar(x=toks, y=v / scale, name=name, customdata=v,
+                             hovertemplate="%{x}: %{customdata:.4f}<extra>" + name + "</extra>"))
+    fig.update_layout(template=TEMPLATE, barmode="group", height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                      yaxis={"title": "relative score"}, legend={"orientation": "h", "y": -0.3})
+    return fig
+
+
+def matrix_table(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, title: str = "",
+                 colorscale: str = "RdBu", symmetric: bool = True) -> go.Figure:
+    """A small numeric matrix with its values written in the cells (for the explainer pages)."""
+    v = np.asarray(values, dtype=float)
+    lim = float(np.abs(v).max()) if symmetric and v.size else None
+    fig = go.Figure(go.Heatmap(z=v, x=_dedupe(cols), y=_dedupe(rows), colorscale=colorscale, zmid=0 if symmetric else None,
+                               zmin=-lim if lim else None, zmax=lim if lim else None, text=np.round(v, 4),
+                               texttemplate="%{text}", showscale=False,
+                               hovertemplate="%{y}, %{x}: %{z:.6f}<extra></extra>"))
+    fig.update_layout(template=TEMPLATE, title=title or None, height=max(200, 30 * v.shape[0] + 90),
+                      margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
+                      yaxis={"autorange": "reversed"}, xaxis={"side": "top"})
+    return fig
