@@ -25,6 +25,7 @@ Legend: B batch, T tokens, L layers, H heads, E embedding dim, C classes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -32,6 +33,9 @@ from torch import Tensor
 
 from attention_core.encoding import Batch
 from attention_core.model import AttentionClassifier, pool
+
+if TYPE_CHECKING:  # runs.py may one day import this module
+    from attention_core.runs import Run
 
 HEAD_FUSIONS = ("mean", "max", "min")
 SALIENCY_METHODS = ("grad_x_input", "integrated_gradients", "grad_norm")
@@ -211,28 +215,28 @@ def token_saliency(
         with torch.enable_grad():
             features = model.embed(ids, batch.extra).detach()  # (1, T, input_dim)
             words, rest = features[..., :e], features[..., e:]  # rest: the seed's position index (or empty)
-
-            def logit_grads(w: Tensor) -> tuple[Tensor, Tensor]:
-                """Logits of each row of ``w`` (N, T, E) and the target logit's gradient w.r.t. w."""
-                w = w.detach().requires_grad_(True)
-                n = w.shape[0]
-                x = torch.cat([w, rest.expand(n, -1, -1)], dim=-1)
-                logits, _ = forward_from_features(model, x, mask.expand(n, -1), need_weights=False)
-                (grad,) = torch.autograd.grad(logits[:, cls].sum(), w)
-                return logits.detach(), grad
-
             if target is None:
                 with torch.no_grad():
                     logits, _ = forward_from_features(model, features, mask, need_weights=False)
                 cls = int(logits[0].argmax())
             else:
                 cls = int(target)
+
+            def target_grad(w: Tensor) -> Tensor:
+                """The target logit's gradient w.r.t. each row of word vectors ``w`` (N, T, E)."""
+                w = w.detach().requires_grad_(True)
+                n = w.shape[0]
+                x = torch.cat([w, rest.expand(n, -1, -1)], dim=-1)
+                logits, _ = forward_from_features(model, x, mask.expand(n, -1), need_weights=False)
+                (grad,) = torch.autograd.grad(logits[:, cls].sum(), w)
+                return grad
+
             if method == "integrated_gradients":
                 alphas = (torch.arange(steps, dtype=words.dtype, device=words.device) + 0.5) / steps
-                _, grads = logit_grads(alphas[:, None, None] * words)  # (steps, T, E)
+                grads = target_grad(alphas[:, None, None] * words)  # (steps, T, E)
                 saliency = (words[0] * grads.mean(dim=0)).sum(-1)
             else:
-                _, grad = logit_grads(words)
+                grad = target_grad(words)
                 saliency = (grad[0] * words[0]).sum(-1) if method == "grad_x_input" else grad[0].norm(dim=-1)
     finally:
         model.train(was_training)
@@ -314,7 +318,7 @@ class Explanation:
 
 
 def explain(
-    run: object,
+    run: Run,
     text: str,
     *,
     method: str = "grad_x_input",
@@ -340,9 +344,8 @@ def explain(
     """
     if method not in SALIENCY_METHODS:
         raise ValueError(f"method = {method!r} is not valid; choose one of {', '.join(SALIENCY_METHODS)}")
-    model: AttentionClassifier = run.model  # type: ignore[attr-defined]
-    label_names: tuple[str, ...] = run.label_names  # type: ignore[attr-defined]
-    enc, batch = run.encoder.encode_for_model(text)  # type: ignore[attr-defined]
+    model, label_names = run.model, run.label_names
+    enc, batch = run.encoder.encode_for_model(text)
     was_training = model.training
     model.eval()
     try:

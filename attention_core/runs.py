@@ -132,7 +132,9 @@ def save_run(run: Run, path: str | os.PathLike) -> Path:
         (tmp / "history.json").write_text(json.dumps(history))
         state = {k: v.detach().contiguous() for k, v in run.model.state_dict().items()}
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": FORMAT})
+        os.chmod(tmp, 0o755)  # mkdtemp makes 0700: a run is an ordinary, shareable folder
         for f in tmp.iterdir():  # data on disk before the rename makes it visible
+            os.chmod(f, 0o644)
             with open(f, "rb") as fh:
                 os.fsync(fh.fileno())
         old = None

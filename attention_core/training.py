@@ -106,7 +106,9 @@ SEED_TRAIN = TrainConfig(
         "easy to move around",
     ),
 )
-DEFAULT_TRAIN = TrainConfig()
+DEFAULT_TRAIN = TrainConfig(
+    probes=("the food was not good at all", "i love this fantastic product", "the battery died after a week"),
+)
 
 
 @dataclass
@@ -475,6 +477,7 @@ class Trainer:
                 h.message = f"stopped by the user after {len(h.epochs)} epoch(s)"
         if has_val and best_state is not None:
             model.load_state_dict(best_state)  # keep the best weights by validation loss
+        model.zero_grad(set_to_none=True)
         model.eval().cpu()  # runs are saved and served from the CPU
         return TrainResult(
             model, self.encoder, self.model_config, tc, self.label_names, h, self.train_set, self.val_set

@@ -1,0 +1,109 @@
+"""Attention Playground — home: type a sentence, see what the model predicts and where it looks."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from attention_core.errors import InputError
+from ui import figures
+from ui.common import EXAMPLES, active_run_picker, page_setup
+
+page_setup("Home", "🔍")
+st.title("🔍 Attention Playground")
+st.caption(
+    "Learn how attention works by looking inside a real model. Type a sentence: a small attention "
+    "classifier reads it, predicts its sentiment, and shows you which words each word attended to."
+)
+
+with st.sidebar:
+    picked = active_run_picker("home_run")
+    st.page_link("pages/1_Train.py", label="Train your own model", icon="🏋️")
+    st.page_link("pages/2_Inspect.py", label="Inspect a model in depth", icon="🔬")
+if picked is None:
+    st.stop()
+path, run = picked
+cfg = run.model_config
+st.sidebar.caption(
+    f"**{run.name}** · {cfg.n_layers} layer(s) × {cfg.n_heads} head(s) · labels: {', '.join(run.label_names)} · "
+    f"embeddings: {run.encoder.embeddings.source.describe()}"
+)
+
+if "home_text" not in st.session_state:
+    st.session_state["home_text"] = EXAMPLES[0]
+
+
+def use_example() -> None:
+    choice = st.session_state.get("home_example")
+    if choice:
+        st.session_state["home_text"] = choice
+
+
+st.pills("Try an example", EXAMPLES, key="home_example", on_change=use_example)
+text = st.text_input("Your sentence", key="home_text", max_chars=500, placeholder="Type a sentence in English…")
+if not text.strip():
+    st.info("Type a sentence above to see the model's prediction and its attention.")
+    st.stop()
+
+try:
+    prediction = run.predict(text)
+except InputError as err:
+    st.error(f"{err}")
+    st.stop()
+
+left, right = st.columns([1, 2], gap="large")
+with left:
+    st.subheader(f"Prediction: {prediction.label}")
+    st.plotly_chart(figures.probability_bars(prediction.probabilities, predicted=prediction.label), key="home_probs")
+with right:
+    st.subheader("Tokens the model read")
+    chips = " ".join(
+        f":orange-background[{t}]" if t == "<unk>" else f":blue-background[{t}]" for t in prediction.tokens
+    )
+    st.markdown(chips)
+    if prediction.unknown_tokens:
+        how = "read as the learned `<unk>` vector" if "<unk>" in prediction.tokens else "dropped"
+        st.caption(
+            f"Unknown to {run.encoder.embeddings.source.describe()}: "
+            f"{', '.join(f'`{w}`' for w in prediction.unknown_tokens)} — {how}. "
+            "Check the spelling, or use a more common word."
+        )
+    for note in prediction.notes:
+        if "truncated" in note:
+            st.caption(note)
+
+st.subheader("Attention")
+attn = np.asarray(prediction.attention)  # (L, H, T, T)
+layer_names = [f"Layer {i + 1}" for i in range(attn.shape[0])]
+head_options = ["Average of heads"] + [f"Head {h + 1}" for h in range(attn.shape[1])]
+c1, c2 = st.columns(2)
+layer = layer_names.index(c1.radio("Layer", layer_names, horizontal=True, key="home_layer"))
+head = c2.radio("Head", head_options, horizontal=True, key="home_head")
+weights = attn[layer].mean(0) if head == head_options[0] else attn[layer, head_options.index(head) - 1]
+st.plotly_chart(
+    figures.attention_heatmap(weights, prediction.tokens, title=f"{layer_names[layer]} · {head}"),
+    key="home_heatmap",
+)
+with st.expander("All layers and heads at once"):
+    st.plotly_chart(figures.attention_grid(attn, prediction.tokens), key="home_grid")
+
+with st.expander("What am I looking at?", expanded=False):
+    st.markdown(
+        r"""
+Each **row** is a word *asking* (the query); each **column** is a word being *looked at* (the key).
+The colour is the attention weight: how much of the row word's new representation comes from the
+column word. Every row sums to 1 — attention is a weighted average.
+
+The weights come from scaled dot-product attention, the same function this model runs:
+
+$$\alpha = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right), \qquad z = \alpha V$$
+
+where $Q$, $K$ and $V$ are learned linear maps of the word vectors (GloVe). Each **head** has its own
+$Q$, $K$, $V$ and can learn to look for something different; a **layer** stacks heads, and later
+layers attend over what earlier layers produced. The model then averages the words' final vectors
+and a linear layer turns that into the class probabilities on the left.
+
+Attention shows where the model *looked*, not necessarily *why* it decided — the Inspect page puts
+attention next to gradient-based saliency so you can see where they agree and where they don't.
+"""
+    )

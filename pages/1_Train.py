@@ -1,0 +1,133 @@
+"""Train: pick or upload a CSV, check it, set hyperparameters, train live, keep the run."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from attention_core import Trainer
+from attention_core.data import detect_columns, load_dataset, read_table
+from attention_core.errors import InputError
+from ui import train_views
+from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, page_setup, runs_dir
+from ui.forms import hyperparameter_form
+from ui.jobs import TrainingJob
+
+page_setup("Train", "🏋️")
+st.title("🏋️ Train a model")
+
+
+@st.cache_data(show_spinner="Reading the CSV…", max_entries=8)
+def parse(data: bytes, name: str):
+    return read_table(data, name=name)
+
+
+@st.cache_data(show_spinner="Checking the data…", max_entries=8)
+def build_dataset(data: bytes, name: str, text_col: str, label_col: str):
+    emb = embeddings()
+    return load_dataset(data, name=name, text_col=text_col, label_col=label_col, is_known=emb.__contains__)
+
+
+# -- 1. data --------------------------------------------------------------------------------------
+st.header("1 · Data")
+source = st.radio("Dataset", [*BUNDLED_DATA, "Upload a CSV"], key="train_source")
+if source == "Upload a CSV":
+    upload = st.file_uploader("CSV with a text column and a label column (UTF-8 or Latin-1; comma, semicolon or tab)",
+                              type=["csv", "tsv", "txt"], key="train_upload")
+    if upload is not None:  # an upload does not survive a page switch: keep the bytes ourselves
+        st.session_state["train_upload_data"] = (upload.name, upload.getvalue())
+    if "train_upload_data" not in st.session_state:
+        st.info("Upload a CSV to continue, or pick a bundled dataset.")
+        st.stop()
+    name, data = st.session_state["train_upload_data"]
+else:
+    name, data = BUNDLED_DATA[source].name, BUNDLED_DATA[source].read_bytes()
+
+try:
+    table, *_ = parse(data, name)
+    text_guess, label_guess, text_why, label_why = detect_columns(table)
+except InputError as err:
+    st.error(f"**{name}** cannot be used: {err}")
+    st.stop()
+columns = list(table.columns)
+c1, c2 = st.columns(2)
+text_col = c1.selectbox("Text column", columns, index=columns.index(text_guess), key=f"train_text_{name}", help=text_why)
+label_col = c2.selectbox("Label column", columns, index=columns.index(label_guess), key=f"train_label_{name}",
+                         help=label_why)
+try:
+    dataset = build_dataset(data, name, text_col, label_col)
+except InputError as err:
+    st.error(f"{err}")
+    st.stop()
+train_views.data_report(dataset, table, max_tokens=64)
+
+# -- 2. hyperparameters and controls ------------------------------------------------------------------
+st.header("2 · Train")
+job: TrainingJob | None = st.session_state.get("train_job")
+running = job is not None and job.alive
+if not running:
+    submitted = hyperparameter_form(EXAMPLES[0])
+    if submitted is not None:
+        run_name, model_cfg, train_cfg, probe = submitted
+        try:
+            emb = embeddings(train_cfg.vocab_limit)
+            job = TrainingJob(Trainer(model_cfg, train_cfg, dataset, emb), runs_dir(), run_name)
+        except InputError as err:
+            st.error(f"Cannot start: {err}")
+        else:
+            job.start()
+            st.session_state["train_job"] = job
+            st.session_state["train_probe_pick"] = probe
+            st.rerun()
+
+
+def on_pause() -> None:
+    j = st.session_state["train_job"]
+    j.resume() if j.trainer.paused else j.pause()
+
+
+def on_stop() -> None:
+    st.session_state["train_job"].stop()
+
+
+def on_reset() -> None:
+    j = st.session_state.pop("train_job", None)
+    if j is not None:
+        j.stop()
+
+
+if job is not None:
+    b1, b2, b3 = st.columns(3)
+    b1.button("⏸ Pause" if not job.trainer.paused else "▶ Resume", on_click=on_pause, disabled=not running,
+              key="train_pause", use_container_width=True)
+    b2.button("⏹ Stop", on_click=on_stop, disabled=not running, key="train_stop", use_container_width=True)
+    b3.button("↺ Reset", on_click=on_reset, key="train_reset", use_container_width=True,
+              help="Forget this job on the page (a finished run stays saved on disk).")
+
+    @st.fragment(run_every=0.5 if running else None)
+    def live() -> None:
+        j = st.session_state.get("train_job")
+        if j is None:
+            return
+        j.heartbeat()
+        snap = j.snapshot()
+        train_views.progress(snap)
+        if snap.done and running:  # the thread just ended: redraw the page once, buttons enabled
+            st.rerun(scope="app")
+
+    live()
+    if job.done:
+        snap = job.snapshot()
+        if snap.state == "diverged":
+            st.error(f"{snap.message}")
+        elif snap.state == "failed":
+            st.error(f"{snap.message}")
+        else:
+            st.success(f"Training {snap.state}. {snap.message} Saved as run `{job.name}`." if snap.run_path
+                       else f"Training {snap.state}. {snap.message}")
+        if job.run is not None and job.run.history.epochs:
+            st.header("3 · Results")
+            train_views.results(job.run, job.run_path)
+
+# -- 4. runs --------------------------------------------------------------------------------------
+st.header("Runs")
+train_views.runs_manager(runs_dir())

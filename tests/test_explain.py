@@ -1,0 +1,366 @@
+"""Tests for attention_core.explain: rollout, the feature-level forward, saliency, top-k, explain()."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings
+from attention_core.encoding import Batch
+from attention_core.explain import (
+    Explanation,
+    attention_rollout,
+    explain,
+    forward_from_features,
+    token_saliency,
+    top_k_mask,
+)
+from attention_core.model import SEED_MODEL, AttentionClassifier
+
+TINY = {"vocab_size": 20, "embedding_dim": 8, "d_model": 8, "n_heads": 2, "n_layers": 2, "dropout": 0.0}
+
+
+def tiny_model(seed: int = 0, **overrides: object) -> AttentionClassifier:
+    torch.manual_seed(seed)
+    return AttentionClassifier(ModelConfig(**{**TINY, **overrides}))
+
+
+def random_attention(*shape: int, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.softmax(torch.randn(*shape, generator=g) * 2, dim=-1)
+
+
+def distinct_ids(t: int, seed: int = 0, vocab: int = 20) -> torch.Tensor:
+    """(1, T) ids without repeats, <pad> or <unk>: each table row maps to one position."""
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randperm(vocab - 2, generator=g)[:t] + 2)[None]
+
+
+# --- attention rollout -----------------------------------------------------------------------
+
+
+def test_rollout_matches_hand_computation_for_two_layers() -> None:
+    layer1 = [[[1.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]]  # heads average to all 0.5
+    layer2 = [[[1.0, 0.0], [1.0, 0.0]], [[1.0, 0.0], [1.0, 0.0]]]  # everyone looks at token 0
+    attn = torch.tensor([layer1, layer2])  # (L=2, H=2, T=2, T=2)
+    # Â1 = 0.5·[[.5,.5],[.5,.5]] + 0.5·I = [[.75,.25],[.25,.75]]; Â2 = [[1,0],[.5,.5]]
+    # rollout = Â2 · Â1 = [[.75, .25], [.5, .5]]  (Â1 · Â2 would be [[.875,.125],[.625,.375]])
+    expected = torch.tensor([[0.75, 0.25], [0.5, 0.5]])
+    assert torch.allclose(attention_rollout(attn), expected, atol=1e-6)
+    no_res = attention_rollout(attn, residual=False)  # A2 · A1 = [[.5,.5],[.5,.5]]
+    assert torch.allclose(no_res, torch.full((2, 2), 0.5), atol=1e-6)
+
+
+def test_rollout_matches_matrix_product_for_random_maps() -> None:
+    attn = random_attention(3, 4, 5, 5, seed=1)
+    eye = torch.eye(5)
+    hats = [0.5 * attn[i].mean(0) + 0.5 * eye for i in range(3)]
+    assert torch.allclose(attention_rollout(attn), hats[2] @ hats[1] @ hats[0], atol=1e-6)
+
+
+def test_one_layer_without_residual_is_the_head_average() -> None:
+    attn = random_attention(1, 3, 6, 6, seed=2)
+    assert torch.allclose(attention_rollout(attn, residual=False), attn[0].mean(0), atol=1e-6)
+
+
+@pytest.mark.parametrize("fusion", ["mean", "max", "min"])
+@pytest.mark.parametrize("residual", [True, False])
+def test_rollout_rows_sum_to_one(fusion: str, residual: bool) -> None:
+    attn = random_attention(3, 2, 4, 7, 7, seed=3)  # (L, B, H, T, T)
+    roll = attention_rollout(attn, residual=residual, head_fusion=fusion)
+    assert roll.shape == (2, 7, 7)
+    assert torch.allclose(roll.sum(-1), torch.ones(2, 7), atol=1e-5)
+    assert (roll >= 0).all()
+    for b in range(2):  # batched = one at a time
+        single = attention_rollout(attn[:, b], residual=residual, head_fusion=fusion)
+        assert torch.allclose(roll[b], single, atol=1e-6)
+
+
+def test_identity_attention_gives_identity_rollout() -> None:
+    attn = torch.eye(5).expand(3, 2, 5, 5)
+    for residual in (True, False):
+        assert torch.allclose(attention_rollout(attn, residual=residual), torch.eye(5))
+
+
+def test_max_fusion_takes_the_largest_head() -> None:
+    attn = torch.tensor([[[[0.9, 0.1], [0.5, 0.5]], [[0.2, 0.8], [0.4, 0.6]]]])  # (1, 2, 2, 2)
+    fused = torch.tensor([[0.9, 0.8], [0.5, 0.6]])
+    expected = fused / fused.sum(-1, keepdim=True)
+    assert torch.allclose(attention_rollout(attn, residual=False, head_fusion="max"), expected, atol=1e-6)
+
+
+def test_rollout_mask_ignores_padding() -> None:
+    attn = random_attention(2, 2, 4, 4, seed=4)
+    mask = torch.tensor([True, True, True, False])
+    roll = attention_rollout(attn, mask=mask)
+    assert torch.all(roll[:, 3] == 0) and torch.all(roll[3] == 0)
+    assert torch.allclose(roll[:3].sum(-1), torch.ones(3), atol=1e-6)
+
+
+def test_rollout_rejects_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="median"):
+        attention_rollout(random_attention(1, 1, 3, 3), head_fusion="median")
+    with pytest.raises(ValueError, match=r"\(3, 3\)"):
+        attention_rollout(torch.ones(3, 3))
+    with pytest.raises(ValueError, match="square"):
+        attention_rollout(torch.ones(1, 1, 3, 4))
+    with pytest.raises(ValueError, match="mask shape"):
+        attention_rollout(random_attention(1, 1, 3, 3), mask=torch.ones(4, dtype=torch.bool))
+
+
+# --- forward from features -------------------------------------------------------------------
+
+CONFIGS = [
+    {"positional": "none"},
+    {"positional": "index"},
+    {"positional": "sinusoidal"},
+    {"positional": "learned"},
+    {"positional": "sinusoidal", "residual": False},
+    {"positional": "learned", "residual": False, "layer_norm": False, "feed_forward": False},
+    {"positional": "none", "pooling": "max"},
+    {"positional": "learned", "pooling": "first"},
+    {"positional": "sinusoidal", "freeze_embeddings": True, "freeze_head": True},
+    {"positional": "index", "d_model": None, "n_heads": 3, "attention_out_proj": False, "freeze_embeddings": True},
+]
+
+
+@pytest.mark.parametrize("overrides", CONFIGS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+def test_forward_from_features_reproduces_the_model(overrides: dict) -> None:
+    model = tiny_model(seed=5, n_classes=3, **overrides).eval()
+    g = torch.Generator().manual_seed(6)
+    ids = torch.randint(1, 20, (3, 7), generator=g)
+    ids[1, 5:] = 0  # padding
+    ids[2, 3:] = 0
+    extra = torch.randn(2, 8, generator=g)
+    ids[0, 2], ids[1, 1] = 20, 21  # words outside the run vocabulary, read from `extra`
+    mask = ids != 0
+    logits, attn = model(ids, mask, extra)
+    got_logits, got_attn = forward_from_features(model, model.embed(ids, extra), mask)
+    assert torch.equal(got_logits, logits)
+    assert torch.equal(got_attn, attn)
+    assert forward_from_features(model, model.embed(ids, extra), mask, need_weights=False)[1] is None
+
+
+def test_forward_from_features_rejects_wrong_feature_width() -> None:
+    model = tiny_model()
+    with pytest.raises(ValueError, match=r"\(1, 3, 5\)"):
+        forward_from_features(model, torch.zeros(1, 3, 5))
+
+
+# --- saliency --------------------------------------------------------------------------------
+
+
+def manual_grad_x_input(model: AttentionClassifier, ids: torch.Tensor, target: int) -> torch.Tensor:
+    """grad × input through the model's own forward, via the gradient of the embedding table."""
+    table = model.embedding.weight
+    was = table.requires_grad
+    table.requires_grad_(True)
+    try:
+        logits, _ = model(ids)
+        (grad_table,) = torch.autograd.grad(logits[0, target], table)
+    finally:
+        table.requires_grad_(was)
+    rows = ids[0]  # distinct ids: the table gradient of row ids[t] is the gradient at position t
+    return (grad_table[rows] * table.detach()[rows]).sum(-1)
+
+
+@pytest.mark.parametrize("overrides", [{}, {"freeze_embeddings": True}, {"positional": "learned", "pooling": "max"}])
+def test_grad_x_input_matches_manual_autograd(overrides: dict) -> None:
+    model = tiny_model(seed=7, n_classes=3, **overrides).double().eval()
+    ids = distinct_ids(6, seed=8)
+    batch = Batch(ids, ids != 0)
+    for target in range(3):
+        got = token_saliency(model, batch, target=target)
+        assert got.shape == (6,)
+        assert torch.allclose(got, manual_grad_x_input(model, ids, target), rtol=1e-9, atol=1e-12)
+    assert model.embedding.weight.requires_grad == (not overrides.get("freeze_embeddings", False))
+
+
+def test_default_target_is_the_predicted_class() -> None:
+    model = tiny_model(seed=9, n_classes=3).eval()
+    ids = distinct_ids(5, seed=10)
+    predicted = int(model(ids)[0].argmax())
+    batch = Batch(ids, ids != 0)
+    assert torch.equal(token_saliency(model, batch), token_saliency(model, batch, target=predicted))
+
+
+def test_grad_norm_is_the_gradient_length() -> None:
+    model = tiny_model(seed=11).double().eval()
+    ids = distinct_ids(5, seed=12)
+    table = model.embedding.weight
+    logits, _ = model(ids)
+    (grad_table,) = torch.autograd.grad(logits[0, 1], table)
+    got = token_saliency(model, Batch(ids, ids != 0), target=1, method="grad_norm")
+    assert torch.allclose(got, grad_table[ids[0]].norm(dim=-1), rtol=1e-9)
+    assert (got >= 0).all()
+
+
+@pytest.mark.parametrize("overrides", [{}, {"positional": "index", "freeze_embeddings": True}, {"pooling": "max"}])
+def test_integrated_gradients_completeness(overrides: dict) -> None:
+    model = tiny_model(seed=13, n_classes=3, **overrides).double().eval()
+    with torch.no_grad():  # larger vectors, so the logit moves a lot between baseline and input
+        model.embedding.weight.mul_(3.0)
+    ids = distinct_ids(6, seed=14)
+    mask = ids != 0
+    target = 2
+    attributions = token_saliency(model, Batch(ids, mask), target=target, method="integrated_gradients", steps=256)
+    x = model.embed(ids).detach()
+    baseline = x.clone()
+    baseline[..., : model.cfg.embedding_dim] = 0.0  # zero word vectors; the position index is kept
+    with torch.no_grad():
+        diff = forward_from_features(model, x, mask)[0][0, target] - forward_from_features(model, baseline, mask)[0][0, target]
+    assert abs(float(diff)) > 0.05
+    assert float(attributions.sum()) == pytest.approx(float(diff), rel=0.02, abs=1e-4)
+
+
+def test_seed_position_index_feature_is_not_attributed() -> None:
+    cfg = replace(SEED_MODEL, vocab_size=20, embedding_dim=8)
+    torch.manual_seed(15)
+    model = AttentionClassifier(cfg, torch.randn(20, 8)).double().eval()
+    ids = distinct_ids(4, seed=16)
+    features = model.embed(ids)
+    assert features.shape == (1, 4, 9)
+    assert torch.equal(features[0, :, -1], torch.arange(4, dtype=torch.float64))
+    got = token_saliency(model, Batch(ids, ids != 0), target=0)
+    assert torch.allclose(got, manual_grad_x_input(model, ids, 0), rtol=1e-9, atol=1e-12)
+
+
+def test_saliency_restores_training_flag_and_leaves_no_grads() -> None:
+    model = tiny_model(seed=17, dropout=0.3).train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    ids = distinct_ids(5, seed=18)
+    batch = Batch(ids, ids != 0)
+    for method in ("grad_x_input", "integrated_gradients", "grad_norm"):
+        a = token_saliency(model, batch, method=method, target=0, steps=8)
+        b = token_saliency(model, batch, method=method, target=0, steps=8)
+        assert torch.equal(a, b)  # eval mode inside: dropout is off, results are deterministic
+        assert not a.requires_grad
+    assert model.training
+    assert all(p.grad is None for p in model.parameters())
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+
+
+def test_saliency_under_no_grad_and_with_padding() -> None:
+    model = tiny_model(seed=19).eval()
+    ids = torch.tensor([[2, 3, 4, 0, 0]])
+    with torch.no_grad():
+        got = token_saliency(model, Batch(ids, ids != 0), target=1)
+    assert got.shape == (5,) and torch.all(got[3:] == 0) and torch.any(got[:3] != 0)
+
+
+def test_saliency_rejects_bad_arguments() -> None:
+    model = tiny_model()
+    ids = torch.tensor([[2, 3, 4]])
+    batch = Batch(ids, ids != 0)
+    with pytest.raises(ValueError, match=r"\(2, 3\)"):
+        token_saliency(model, Batch(ids.repeat(2, 1), ids.repeat(2, 1) != 0))
+    with pytest.raises(ValueError, match="lime"):
+        token_saliency(model, batch, method="lime")
+    with pytest.raises(ValueError, match="target = 5"):
+        token_saliency(model, batch, target=5)
+    with pytest.raises(ValueError, match="steps = 0"):
+        token_saliency(model, batch, method="integrated_gradients", steps=0)
+
+
+# --- top-k filter ----------------------------------------------------------------------------
+
+
+def test_top_k_mask_keeps_exactly_k_per_row() -> None:
+    w = random_attention(2, 3, 6, 6, seed=20)
+    out = top_k_mask(w, k=2)
+    assert out.shape == w.shape
+    assert torch.equal((out != 0).sum(-1), torch.full((2, 3, 6), 2))
+    kept_min = out.masked_fill(out == 0, float("inf")).amin(-1)
+    dropped_max = w.masked_fill(out != 0, float("-inf")).amax(-1)
+    assert (kept_min >= dropped_max).all()
+    assert torch.equal(out[out != 0], w[out != 0])  # kept weights unchanged
+
+
+def test_top_k_mask_ties_and_large_k() -> None:
+    w = torch.full((3, 4), 0.25)
+    assert torch.equal((top_k_mask(w, k=1) != 0).sum(-1), torch.ones(3, dtype=torch.long))
+    assert torch.equal(top_k_mask(w, k=10), w)
+
+
+def test_top_k_mask_threshold_and_both() -> None:
+    w = torch.tensor([[0.5, 0.3, 0.15, 0.05], [0.26, 0.25, 0.25, 0.24]])
+    assert torch.equal(top_k_mask(w, threshold=0.25), torch.tensor([[0.5, 0.3, 0.0, 0.0], [0.26, 0.25, 0.25, 0.0]]))
+    assert torch.equal(top_k_mask(w, k=1, threshold=0.3), torch.tensor([[0.5, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]))
+    assert torch.equal(top_k_mask(w), w)
+
+
+@pytest.mark.parametrize(("k", "threshold", "shown"), [(0, None, "k = 0"), (-2, None, "k = -2"), (None, 1.5, "1.5"), (None, -0.1, "-0.1")])
+def test_top_k_mask_rejects_bad_arguments(k: int | None, threshold: float | None, shown: str) -> None:
+    with pytest.raises(ValueError, match=shown):
+        top_k_mask(torch.ones(2, 2), k=k, threshold=threshold)
+
+
+# --- explain() on a real run -----------------------------------------------------------------
+
+TEXTS = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"] * 2
+LABELS = ["pos", "pos", "pos", "neg", "neg", "neg"] * 2
+
+
+@pytest.fixture(scope="module")
+def run() -> Run:
+    cfg = ModelConfig(n_layers=2, n_heads=2, d_model=16, d_ff=32)
+    train = TrainConfig(epochs=2, batch_size=4, val_fraction=0.0)
+    result = Trainer(cfg, train, dataset_from_lists(TEXTS, LABELS), load_embeddings()).run()
+    return Run.from_result(result)
+
+
+@pytest.mark.parametrize("method", ["grad_x_input", "integrated_gradients", "grad_norm"])
+def test_explain_shapes_are_consistent(run: Run, method: str) -> None:
+    ex = explain(run, "a great xqzzy movie", method=method)
+    assert isinstance(ex, Explanation)
+    t, layers, heads = 4, 2, 2
+    assert ex.tokens == ["a", "great", "<unk>", "movie"] and ex.unknown_tokens == ["xqzzy"]
+    assert ex.attention.shape == (layers, heads, t, t)
+    assert ex.head_average.shape == (layers, t, t)
+    assert ex.rollout.shape == (t, t) and ex.saliency.shape == (t,) and ex.attention_to_token.shape == (t,)
+    assert isinstance(ex.input_features, np.ndarray) and ex.input_features.shape == (t, run.model_config.input_dim)
+    assert torch.allclose(ex.rollout.sum(-1), torch.ones(t), atol=1e-5)
+    assert float(ex.attention_to_token.sum()) == pytest.approx(1.0, abs=1e-5)
+    assert torch.allclose(ex.head_average, ex.attention.mean(1))
+    assert ex.saliency_method == method and ex.notes
+
+
+def test_explain_agrees_with_predict(run: Run) -> None:
+    text = "i love a wonderful movie"
+    ex, pred = explain(run, text), run.predict(text)
+    assert ex.label == pred.label and ex.probabilities == pred.probabilities and ex.tokens == pred.tokens
+    assert torch.allclose(ex.attention, torch.tensor(pred.attention), atol=1e-6)
+    assert ex.target == run.label_names.index(pred.label)
+    other = 1 - ex.target
+    assert explain(run, text, target=other).target == other
+    assert len(ex.to_dict()["saliency"]) == len(ex.tokens)
+
+
+def test_explain_leaves_the_model_untouched(run: Run) -> None:
+    model = run.model
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    flags = {k: p.requires_grad for k, p in model.named_parameters()}
+    grads = {k: None if p.grad is None else p.grad.clone() for k, p in model.named_parameters()}  # training leaves some
+    model.train()
+    try:
+        explain(run, "a terrible boring movie", method="integrated_gradients")
+        assert model.training
+    finally:
+        model.eval()
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    for k, p in model.named_parameters():  # .grad neither set nor changed
+        assert (p.grad is None) if grads[k] is None else torch.equal(p.grad, grads[k])
+    assert {k: p.requires_grad for k, p in model.named_parameters()} == flags
+
+
+def test_explain_seed_like_run_shows_position_index() -> None:
+    cfg = replace(SEED_MODEL, n_classes=2)
+    train = TrainConfig(epochs=1, batch_size=4, val_fraction=0.0)
+    seed_run = Run.from_result(Trainer(cfg, train, dataset_from_lists(TEXTS, LABELS), load_embeddings()).run())
+    ex = explain(seed_run, "a great movie")
+    assert ex.input_features.shape == (3, 51)
+    assert ex.input_features[:, -1].tolist() == [0.0, 1.0, 2.0]
+    assert torch.allclose(ex.rollout, ex.head_average[0], atol=1e-6)  # 1 layer, no residual

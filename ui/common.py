@@ -1,0 +1,84 @@
+"""Streamlit helpers shared by the pages: cached resources, the runs folder, the active run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from attention_core import EmbeddingSource, Embeddings, Run, load_embeddings, load_run
+from attention_core.errors import InputError
+from attention_core.runs import list_runs
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_RUN = ROOT / "data" / "default_run"
+BUNDLED_DATA = {
+    "UCI sentiment sentences (3,000 reviews: Amazon, IMDb, Yelp)": ROOT / "data" / "uci_sentiment_sentences.csv",
+    "small.csv (the seed post's 39 product reviews)": ROOT / "data" / "small.csv",
+}
+EXAMPLES = [
+    "the food was not good at all",
+    "i love this fantastic product",
+    "the battery died after a week, what a waste of money",
+    "the acting was brilliant and the story moving",
+    "very sad as they both fail",
+]
+
+
+def runs_dir() -> Path:
+    """Where trained runs are saved: ``$ATTENTION_PLAYGROUND_RUNS`` or ``./runs``."""
+    path = Path(os.environ.get("ATTENTION_PLAYGROUND_RUNS", ROOT / "runs"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@st.cache_resource(show_spinner="Loading GloVe word vectors…")
+def embeddings(limit: int | None = None) -> Embeddings:
+    """The shared, read-only embedding table (one per server)."""
+    return load_embeddings(EmbeddingSource(limit=limit))
+
+
+@st.cache_resource(show_spinner="Loading the bundled model…")
+def default_run() -> Run:
+    """The bundled run trained on the UCI sentences: shared read-only, never trained further."""
+    return load_run(DEFAULT_RUN)
+
+
+def run_choices() -> dict[str, Path]:
+    """Display name → run directory: the bundled model first, then the user's runs, newest first."""
+    choices = {"Bundled: default model on UCI sentences": DEFAULT_RUN}
+    for path in list_runs(runs_dir()):
+        choices[f"{path.name}"] = path
+    return choices
+
+
+def get_run(path: Path) -> Run:
+    """Load a run once per session (keyed by path and modification time)."""
+    if path == DEFAULT_RUN:
+        return default_run()
+    cache = st.session_state.setdefault("loaded_runs", {})
+    key = (str(path), (path / "model.safetensors").stat().st_mtime_ns)
+    if key not in cache:
+        cache.clear() if len(cache) > 4 else None
+        cache[key] = load_run(path)
+    return cache[key]
+
+
+def active_run_picker(key: str, *, label: str = "Model") -> tuple[Path, Run] | None:
+    """A selectbox of runs (shared choice across pages); shows an error and returns None if it fails."""
+    choices = run_choices()
+    names = list(choices)
+    current = st.session_state.get("active_run")
+    index = names.index(current) if current in names else 0
+    name = st.selectbox(label, names, index=index, key=key, help="The bundled model, or any run you trained.")
+    st.session_state["active_run"] = name
+    try:
+        return choices[name], get_run(choices[name])
+    except InputError as err:
+        st.error(f"This run cannot be loaded: {err}")
+        return None
+
+
+def page_setup(title: str, icon: str) -> None:
+    st.set_page_config(page_title=f"{title} · Attention Playground", page_icon=icon, layout="wide")

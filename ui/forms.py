@@ -1,0 +1,74 @@
+"""The Train page's hyperparameter form: presets in, (ModelConfig, TrainConfig) out."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+
+from attention_core import ModelConfig, TrainConfig, preset
+from attention_core.model import POOLING, POSITIONAL
+from attention_core.training import OPTIMIZERS
+
+PRESET_LABELS = {"Default": "default", "Seed (the Julia post)": "seed", "Custom": "default"}
+PRESET_HELP = {
+    "Default": "A small transformer encoder: 2 layers × 4 heads, model dim 64, sinusoidal positions, residuals, "
+    "layer norm and feed-forward, fine-tuned GloVe vectors, AdamW. Learns the UCI set in ~5 s.",
+    "Seed (the Julia post)": "Exactly the model of 'Attention from Scratch in Julia': GloVe 50d + the word's position "
+    "index (51 features), one head with biases, no residual / norm / feed-forward, a frozen linear head, mean pooling, "
+    "per-example SGD with learning rate 0.001 for 1000 epochs, top-10,000 GloVe words, unknown words dropped.",
+    "Custom": "Start from Default and change anything.",
+}
+
+
+def hyperparameter_form(default_probe: str) -> tuple[str, ModelConfig, TrainConfig, str] | None:
+    """Draw the form; on submit return (run name, model config, train config, probe sentence)."""
+    choice = st.radio("Preset", list(PRESET_LABELS), horizontal=True, key="train_preset")
+    st.caption(PRESET_HELP[choice])
+    model, train = preset(PRESET_LABELS[choice])
+    custom = choice == "Custom"
+    k = f"train_{PRESET_LABELS[choice]}_{'c' if custom else 'p'}_"  # each preset keeps its own widget values
+    with st.form("train_form", border=True):
+        c1, c2, c3, c4 = st.columns(4)
+        epochs = c1.number_input("Epochs", 1, 5000, train.epochs, key=k + "epochs")
+        lr = c2.number_input("Learning rate", 1e-6, 1e4, train.lr, format="%.4g", key=k + "lr",
+                             help="Too high and the run diverges: try it, the app stops it and keeps the last good weights.")
+        batch = c3.number_input("Batch size", 1, 1024, train.batch_size, key=k + "batch", disabled=not custom)
+        seed = c4.number_input("Seed", 0, 2**31 - 1, train.seed, key=k + "seed")
+        c1, c2, c3, c4 = st.columns(4)
+        layers = c1.number_input("Layers", 1, 6, model.n_layers, key=k + "layers", disabled=not custom)
+        heads = c2.number_input("Heads", 1, 8, model.n_heads, key=k + "heads", disabled=not custom)
+        d_model = c3.selectbox("Model dim", [16, 32, 48, 64, 96, 128], index=[16, 32, 48, 64, 96, 128].index(model.d_model)
+                               if model.d_model in (16, 32, 48, 64, 96, 128) else 3, key=k + "dmodel",
+                               disabled=not custom or model.d_model is None)
+        val = c4.number_input("Validation share", 0.0, 0.5, train.val_fraction, step=0.05, key=k + "val")
+        c1, c2, c3, c4 = st.columns(4)
+        positional = c1.selectbox("Positions", POSITIONAL, index=POSITIONAL.index(model.positional), key=k + "pos",
+                                  disabled=not custom, help="index = the seed's: append the position 0, 1, 2… as a feature")
+        pooling = c2.selectbox("Pooling", POOLING, index=POOLING.index(model.pooling), key=k + "pool", disabled=not custom)
+        optimizer = c3.selectbox("Optimizer", OPTIMIZERS, index=OPTIMIZERS.index(train.optimizer), key=k + "opt",
+                                 disabled=not custom)
+        dropout = c4.number_input("Dropout", 0.0, 0.9, model.dropout, step=0.05, key=k + "drop", disabled=not custom)
+        c1, c2, c3, c4 = st.columns(4)
+        block = c1.toggle("Residual + norm + feed-forward", model.residual, key=k + "block", disabled=not custom)
+        freeze_emb = c2.toggle("Freeze word vectors", model.freeze_embeddings, key=k + "femb", disabled=not custom)
+        freeze_head = c3.toggle("Freeze classifier head", model.freeze_head, key=k + "fhead", disabled=not custom,
+                                help="The seed post froze it to watch only Q, K and V learn.")
+        class_weights = c4.toggle("Class weights", train.class_weights, key=k + "cw",
+                                  help="Weight the loss by inverse class frequency (for imbalanced data).")
+        c1, c2, c3 = st.columns([2, 1, 1])
+        probe = c1.text_input("Probe sentence (its attention is recorded every epoch)", default_probe, key=k + "probe")
+        budget = c2.number_input("Time budget (s, 0 = none)", 0, 3600, 0, key=k + "budget")
+        name = c3.text_input("Run name", f"{PRESET_LABELS[choice]}-{choice.split()[0].lower()}", key=k + "name")
+        submitted = st.form_submit_button("▶ Start training", type="primary", use_container_width=True)
+    if not submitted:
+        return None
+    if custom:
+        model = replace(model, n_layers=int(layers), n_heads=int(heads), d_model=int(d_model), positional=positional,
+                        pooling=pooling, dropout=float(dropout), residual=block, layer_norm=block, feed_forward=block,
+                        freeze_embeddings=freeze_emb, freeze_head=freeze_head)
+    probes = tuple(dict.fromkeys(p for p in (probe.strip(), *train.probes) if p))
+    train = replace(train, epochs=int(epochs), lr=float(lr), batch_size=int(batch), seed=int(seed), val_fraction=float(val),
+                    optimizer=optimizer, class_weights=class_weights, time_budget=float(budget) or None, probes=probes,
+                    )
+    return name.strip() or "run", model, train, probe.strip()
