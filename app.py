@@ -9,8 +9,8 @@ from attention_core.errors import InputError
 from ui import figures
 from ui.common import EXAMPLES, active_run_picker, page_setup
 
-page_setup("Home", "🔍")
-st.title("🔍 Attention Playground")
+page_setup("Home", ":material/search:")
+st.title("Attention Playground")
 st.caption(
     "Learn how attention works by looking inside a real model. Type a sentence: a small attention "
     "classifier reads it, predicts its sentiment, and shows you which words each word attended to."
@@ -18,8 +18,8 @@ st.caption(
 
 with st.sidebar:
     picked = active_run_picker("home_run")
-    st.page_link("pages/1_Train.py", label="Train your own model", icon="🏋️")
-    st.page_link("pages/2_Inspect.py", label="Inspect a model in depth", icon="🔬")
+    st.page_link("pages/1_Train.py", label="Train your own model", icon=":material/model_training:")
+    st.page_link("pages/2_Inspect.py", label="Inspect a model in depth", icon=":material/biotech:")
 if picked is None:
     st.stop()
 path, run = picked

@@ -12,8 +12,8 @@ from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, page_setup, runs_dir
 from ui.forms import hyperparameter_form
 from ui.jobs import TrainingJob
 
-page_setup("Train", "🏋️")
-st.title("🏋️ Train a model")
+page_setup("Train", ":material/model_training:")
+st.title("Train a model")
 
 
 @st.cache_data(show_spinner="Reading the CSV…", max_entries=8)

@@ -6,10 +6,16 @@ import os
 from pathlib import Path
 
 import streamlit as st
+import torch
 
 from attention_core import EmbeddingSource, Embeddings, Run, load_embeddings, load_run
 from attention_core.errors import InputError
 from attention_core.runs import list_runs
+
+# One intra-op thread per training job: with several jobs (sessions) and the server sharing two
+# cores, OpenMP threads spin-waiting on each other made training 10-50x slower; one thread
+# each also leaves the server a core.
+torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RUN = ROOT / "data" / "default_run"

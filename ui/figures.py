@@ -231,3 +231,83 @@ def matrix_table(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *
                       margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
                       yaxis={"autorange": "reversed"}, xaxis={"side": "top"})
     return fig
+
+
+# --- Inspect page ----------------------------------------------------------------------------------
+
+
+def selectable_attention_grid(attention: np.ndarray, tokens: Sequence[str], *, cell: int = 230) -> go.Figure:
+    """:func:`attention_grid` (with the head-average column) that reports which map was clicked.
+
+    Plotly heatmaps send no selection events, so an invisible marker sits on every cell (every
+    few cells of a long sentence, where a cell is a few pixels wide); a click selects one whose
+    ``customdata`` is ``[layer, head, weight]`` (head = H for the average column), and hovering
+    shows that marker's query, key and weight. Token labels are drawn once per row / column of
+    maps so they do not run into the titles.
+    """
+    a = np.asarray(attention, dtype=float)
+    n_layers, n_heads, t = a.shape[0], a.shape[1], a.shape[-1]
+    fig = attention_grid(a, tokens, cell=cell)
+    fig.update_traces(hoverinfo="skip", hovertemplate=None, selector={"type": "heatmap"})
+    toks = _dedupe(tokens)
+    idx = range(0, t, -(-t // 24))  # at most 24 × 24 markers per map
+    xs = [toks[k] for _ in idx for k in idx]
+    ys = [toks[q] for q in idx for _ in idx]
+    for layer in range(n_layers):
+        for h in range(n_heads + 1):
+            z = a[layer].mean(0) if h == n_heads else a[layer, h]
+            name = "head average" if h == n_heads else f"head {h + 1}"
+            fig.add_trace(
+                go.Scatter(
+                    x=xs, y=ys, mode="markers", showlegend=False,
+                    marker={"size": 14, "opacity": 0, "symbol": "square"},
+                    customdata=[[layer, h, round(float(z[q, k]), 4)] for q in idx for k in idx],
+                    hovertemplate=f"layer {layer + 1}, {name}<br><b>%{{y}}</b> → <b>%{{x}}</b>: %{{customdata[2]:.3f}}"
+                    "<br><i>click to zoom</i><extra></extra>",
+                ),
+                row=layer + 1, col=h + 1,
+            )
+    fig.update_xaxes(range=[-0.5, t - 0.5], autorange=False)
+    fig.update_yaxes(range=[t - 0.5, -0.5], autorange=False)
+    if t <= 16:
+        for layer in range(1, n_layers):  # x labels only under the last row of maps
+            fig.update_xaxes(showticklabels=False, row=layer)
+        for col in range(2, n_heads + 2):  # y labels only left of the first column
+            fig.update_yaxes(showticklabels=False, col=col)
+    fig.update_layout(clickmode="event+select", dragmode=False, hovermode="closest")
+    return fig
+
+
+def feature_heatmap(features: np.ndarray, tokens: Sequence[str], feature_names: Sequence[str], *, title: str = "") -> go.Figure:
+    """The model's input matrix: one row per token, one column per input feature (diverging colours, 0 = white)."""
+    v = np.asarray(features, dtype=float)
+    lim = float(np.abs(v).max()) if v.size else 1.0
+    fig = go.Figure(
+        go.Heatmap(
+            z=v, x=list(feature_names), y=_dedupe(tokens), colorscale="RdBu", zmid=0, zmin=-(lim or 1.0), zmax=lim or 1.0,
+            colorbar={"title": "value", "thickness": 12},
+            hovertemplate="<b>%{y}</b> · feature %{x}: %{z:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        template=TEMPLATE, title=title or None, height=max(240, 26 * v.shape[0] + 130),
+        margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
+        xaxis={"title": "input feature", "type": "category", "tickangle": -90, "tickfont": {"size": 9}},
+        yaxis={"title": "token", "autorange": "reversed"},
+    )
+    return fig
+
+
+def probability_timeline(epochs: Sequence[int], probabilities: Sequence[Mapping[str, float]], *, current: int | None = None) -> go.Figure:
+    """Each class's probability for one sentence, epoch by epoch; a dashed line marks ``current``."""
+    fig = go.Figure()
+    labels = list(probabilities[0]) if probabilities else []
+    for label in labels:
+        fig.add_trace(go.Scatter(x=list(epochs), y=[p.get(label) for p in probabilities], name=label, mode="lines+markers",
+                                 hovertemplate="epoch %{x}: %{y:.1%}<extra>" + label + "</extra>"))
+    if current is not None:
+        fig.add_vline(x=current, line_dash="dash", line_color="#888")
+    fig.update_layout(template=TEMPLATE, height=240, margin={"l": 10, "r": 10, "t": 10, "b": 10},
+                      xaxis={"title": "epoch"}, yaxis={"range": [0, 1.02], "tickformat": ".0%", "title": "probability"},
+                      legend={"orientation": "h", "y": -0.35})
+    return fig

@@ -1,0 +1,100 @@
+"""AppTest: the home page and the Train page render, react, train, and survive bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+TIMEOUT = 90
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def runs_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(tmp_path / "runs"))
+    return tmp_path / "runs"
+
+
+def chart_json(at: AppTest, i: int) -> dict:
+    return json.loads(at.get("plotly_chart")[i].proto.spec)
+
+
+def test_home_predicts_the_default_sentence_at_once():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    assert not at.exception
+    assert at.subheader[0].value.startswith("Prediction: ")
+    heatmap = chart_json(at, 1)["data"][0]
+    assert heatmap["type"] == "heatmap" and heatmap["zmin"] == 0 and heatmap["zmax"] == 1
+    assert heatmap["y"] == ["the", "food", "was", "not", "good", "at", "all"]
+    assert at.selectbox(key="home_run").value.startswith("Bundled")
+
+
+def test_home_new_sentence_new_heatmap_and_unknown_words_marked():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    at.text_input(key="home_text").input("what a xqzzy great phone").run()
+    assert not at.exception
+    assert chart_json(at, 1)["data"][0]["x"] == ["what", "a", "<unk>", "great", "phone"]
+    assert any("xqzzy" in c.value for c in at.caption)
+    at.radio(key="home_head").set_value("Head 2").run()
+    assert "Head 2" in chart_json(at, 1)["layout"]["title"]["text"]
+
+
+def test_home_all_unknown_sentence_is_a_clear_error():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    at.text_input(key="home_text").input("xqzzy qqqzz").run()
+    assert not at.exception
+    assert "none of the words" in at.error[0].value
+
+
+def test_train_page_shows_the_data_report_and_form():
+    at = AppTest.from_file(str(ROOT / "pages" / "1_Train.py"), default_timeout=TIMEOUT).run()
+    assert not at.exception
+    assert at.selectbox(key="train_text_uci_sentiment_sentences.csv").value == "text"
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Rows kept"] == "3,000" and metrics["Classes"] == "2"
+    assert at.radio(key="train_preset").options == ["Default", "Seed (the Julia post)", "Custom"]
+
+
+BAD_CSVS = [
+    ("empty.csv", b"", "empty"),
+    ("header.csv", b"text,label\n", "no data rows|header"),
+    ("one_class.csv", b"text,label\ngood,pos\nfine,pos\n", "only one"),
+    ("binary.csv", b"PK\x03\x04" + bytes(range(256)) * 8, "binary"),
+    ("numbers.csv", b"a,b\n1,2\n3,4\n5,6\n", "text column"),
+]
+
+
+@pytest.mark.parametrize(("name", "data", "message"), BAD_CSVS)
+def test_bad_csv_shows_an_error_and_the_app_lives_on(name, data, message):
+    import re
+
+    at = AppTest.from_file(str(ROOT / "pages" / "1_Train.py"), default_timeout=TIMEOUT).run()
+    at.session_state["train_upload_data"] = (name, data)
+    at.radio(key="train_source").set_value("Upload a CSV").run()
+    assert not at.exception
+    assert at.error and re.search(message, at.error[0].value), [e.value for e in at.error]
+    at.radio(key="train_source").set_value(at.radio(key="train_source").options[1]).run()  # still usable
+    assert not at.exception and not at.error
+
+
+def test_tiny_training_flow_completes_and_saves_a_run(runs_dir):
+    at = AppTest.from_file(str(ROOT / "pages" / "1_Train.py"), default_timeout=TIMEOUT).run()
+    at.radio(key="train_source").set_value(at.radio(key="train_source").options[1]).run()  # small.csv
+    at.radio(key="train_preset").set_value("Custom").run()
+    at.number_input(key="train_default_c_epochs").set_value(3)
+    at.number_input(key="train_default_c_layers").set_value(1)
+    at.text_input(key="train_default_c_name").set_value("tiny run")
+    at.button[0].click().run()  # the form's Start button
+    assert not at.exception
+    job = at.session_state["train_job"]
+    job.join(120)
+    assert job.done and job.state == "finished"
+    at.run()
+    assert not at.exception
+    assert (runs_dir / "tiny-run" / "model.safetensors").is_file()
+    assert any(s.value.startswith("Training finished") for s in at.success)
+    assert any(m.label == "Validation accuracy" for m in at.metric)
+    assert at.get("download_button")

@@ -1,0 +1,82 @@
+"""End to end in headless Chromium: the flows a learner takes, as a learner takes them.
+
+Home → type a sentence → a heatmap appears; Train → upload small.csv → Start → the loss
+chart updates → training ends → Inspect shows the layer × head grid. Screenshots go to
+``$E2E_SCREENSHOTS`` when it is set (the README's pictures are made this way).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.browser import CHROMIUM, app_server, browser_page
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists() and not os.environ.get("CI"),
+        reason="needs Debian's chromium (scripts/test.sh installs it; CI always runs this)",
+    ),
+]
+SHOTS = os.environ.get("E2E_SCREENSHOTS")
+
+
+def shot(page, name: str) -> None:
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        page.wait_for_timeout(800)  # let plotly finish its transition before the picture
+        page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    assert shutil.which(CHROMIUM) or Path(CHROMIUM).exists(), "chromium is not installed"
+    with app_server(tmp_path_factory.mktemp("runs")) as url:
+        yield url
+
+
+def test_home_sentence_to_heatmap(server):
+    with browser_page() as page:
+        page.goto(server)
+        main = page.get_by_test_id("stMain")
+        main.get_by_text("Prediction:").wait_for()
+        box = main.get_by_label("Your sentence")
+        box.fill("the service was slow and the staff rude")
+        box.press("Enter")
+        main.locator("g.ytick text", has_text="rude").first.wait_for()  # the heatmap's rows are the new tokens
+        assert main.locator(".js-plotly-plot").count() >= 2
+        shot(page, "home")
+
+
+def test_train_upload_start_watch_finish_then_inspect(server):
+    with browser_page() as page:
+        page.goto(f"{server}/Train")
+        main = page.get_by_test_id("stMain")
+        main.get_by_text("Upload a CSV").click()
+        main.get_by_text("CSV with a text column").wait_for()  # the uploader is there after the rerun
+        page.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(ROOT / "data" / "small.csv"))
+        main.get_by_text("small.csv: utf-8").wait_for()  # the report is about the upload now
+        epochs = main.get_by_label("Epochs")
+        epochs.fill("400")
+        epochs.press("Tab")
+        main.get_by_role("button", name="Start training").click()
+        progress = main.get_by_text(re.compile(r"epoch \d+/400"))
+        progress.first.wait_for()
+        first = progress.first.inner_text()
+        main.get_by_text("loss", exact=True).first.wait_for()  # the curves' subplot title
+        shot(page, "train_live")
+        page.wait_for_function(
+            "t => !document.body.innerText.includes(t)", arg=first.split(" · ")[1], timeout=60_000
+        )  # the progress line moved on: the page updates while training runs
+        main.get_by_text(re.compile("Training (finished|stopped)")).wait_for(timeout=180_000)
+        main.get_by_text("Validation accuracy", exact=True).wait_for()
+        shot(page, "train_done")
+        page.goto(f"{server}/Inspect")
+        page.get_by_test_id("stMain").get_by_text("L1 · H1").first.wait_for()
+        shot(page, "inspect")
