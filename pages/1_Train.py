@@ -65,7 +65,7 @@ st.header("2 · Train")
 job: TrainingJob | None = st.session_state.get("train_job")
 running = job is not None and job.alive
 if not running:
-    submitted = hyperparameter_form(EXAMPLES[0])
+    submitted = hyperparameter_form(EXAMPLES[0], name)
     if submitted is not None:
         run_name, model_cfg, train_cfg, probe = submitted
         try:

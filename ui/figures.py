@@ -133,6 +133,7 @@ def training_curves(epochs: Sequence[Mapping], step_losses: Sequence[float] = ()
     """Loss (left) and accuracy (right) per epoch, train and validation; step losses faintly behind."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("loss", "accuracy"))
     ep = [e["epoch"] for e in epochs]
+    mode = "lines+markers" if len(ep) <= 60 else "lines"  # markers blur into a bar on long runs
     if step_losses and ep:
         n = len(step_losses)
         xs = np.linspace(0, ep[-1], n + 1)[1:]
@@ -142,14 +143,14 @@ def training_curves(epochs: Sequence[Mapping], step_losses: Sequence[float] = ()
                        line={"color": "rgba(31,119,180,0.25)", "width": 1}, hoverinfo="skip"),
             row=1, col=1,
         )
-    fig.add_trace(go.Scatter(x=ep, y=[e["train_loss"] for e in epochs], name="train loss", mode="lines+markers",
+    fig.add_trace(go.Scatter(x=ep, y=[e["train_loss"] for e in epochs], name="train loss", mode=mode,
                              line={"color": "#1f77b4"}), row=1, col=1)
     if any(e.get("val_loss") is not None for e in epochs):
-        fig.add_trace(go.Scatter(x=ep, y=[e["val_loss"] for e in epochs], name="validation loss", mode="lines+markers",
+        fig.add_trace(go.Scatter(x=ep, y=[e["val_loss"] for e in epochs], name="validation loss", mode=mode,
                                  line={"color": "#ff7f0e"}), row=1, col=1)
         fig.add_trace(go.Scatter(x=ep, y=[e["val_accuracy"] for e in epochs], name="validation accuracy",
-                                 mode="lines+markers", line={"color": "#ff7f0e", "dash": "dot"}), row=1, col=2)
-    fig.add_trace(go.Scatter(x=ep, y=[e["train_accuracy"] for e in epochs], name="train accuracy", mode="lines+markers",
+                                 mode=mode, line={"color": "#ff7f0e", "dash": "dot"}), row=1, col=2)
+    fig.add_trace(go.Scatter(x=ep, y=[e["train_accuracy"] for e in epochs], name="train accuracy", mode=mode,
                              line={"color": "#1f77b4", "dash": "dot"}), row=1, col=2)
     fig.update_xaxes(title="epoch")
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)

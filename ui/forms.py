@@ -21,7 +21,7 @@ PRESET_HELP = {
 }
 
 
-def hyperparameter_form(default_probe: str) -> tuple[str, ModelConfig, TrainConfig, str] | None:
+def hyperparameter_form(default_probe: str, data_name: str) -> tuple[str, ModelConfig, TrainConfig, str] | None:
     """Draw the form; on submit return (run name, model config, train config, probe sentence)."""
     choice = st.radio("Preset", list(PRESET_LABELS), horizontal=True, key="train_preset")
     st.caption(PRESET_HELP[choice])
@@ -59,7 +59,7 @@ def hyperparameter_form(default_probe: str) -> tuple[str, ModelConfig, TrainConf
         c1, c2, c3 = st.columns([2, 1, 1])
         probe = c1.text_input("Probe sentence (its attention is recorded every epoch)", default_probe, key=k + "probe")
         budget = c2.number_input("Time budget (s, 0 = none)", 0, 3600, 0, key=k + "budget")
-        name = c3.text_input("Run name", f"{PRESET_LABELS[choice]}-{choice.split()[0].lower()}", key=k + "name")
+        name = c3.text_input("Run name", f"{choice.split()[0].lower()}-{data_name.rsplit('.', 1)[0]}", key=k + "name")
         submitted = st.form_submit_button("▶ Start training", type="primary", use_container_width=True)
     if not submitted:
         return None

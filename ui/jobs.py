@@ -125,6 +125,10 @@ class TrainingJob:
             run = Run.from_result(result, name=self.name)
             if result.history.epochs:  # a run stopped before its first epoch has nothing to keep
                 path = self.runs_dir / safe_name(self.name)
+                n = 2
+                while path.exists():  # never overwrite an earlier run of the same name
+                    path = self.runs_dir / f"{safe_name(self.name)}-{n}"
+                    n += 1
                 save_run(run, path)
                 self.run_path = path
             with self._lock:
