@@ -64,20 +64,17 @@ train_views.data_report(dataset, table, max_tokens=64)
 st.header("2 · Train")
 job: TrainingJob | None = st.session_state.get("train_job")
 running = job is not None and job.alive
-if not running:
-    submitted = hyperparameter_form(EXAMPLES[0], name)
-    if submitted is not None:
+try:  # a bad combination (e.g. 3 heads for model dim 64) is a ConfigError with a hint
+    submitted = hyperparameter_form(EXAMPLES[0], name, disabled=running)
+    if submitted is not None and not running:
         run_name, model_cfg, train_cfg, probe = submitted
-        try:
-            emb = embeddings(train_cfg.vocab_limit)
-            job = TrainingJob(Trainer(model_cfg, train_cfg, dataset, emb), runs_dir(), run_name)
-        except InputError as err:
-            st.error(f"Cannot start: {err}")
-        else:
-            job.start()
-            st.session_state["train_job"] = job
-            st.session_state["train_probe_pick"] = probe
-            st.rerun()
+        job = TrainingJob(Trainer(model_cfg, train_cfg, dataset, embeddings(train_cfg.vocab_limit)), runs_dir(), run_name)
+        job.start()
+        st.session_state["train_job"] = job
+        st.session_state["train_probe_pick"] = probe
+        st.rerun()
+except InputError as err:
+    st.error(f"Cannot start: {err}")
 
 
 def on_pause() -> None:
@@ -97,10 +94,12 @@ def on_reset() -> None:
 
 if job is not None:
     b1, b2, b3 = st.columns(3)
-    b1.button("⏸ Pause" if not job.trainer.paused else "▶ Resume", on_click=on_pause, disabled=not running,
-              key="train_pause", use_container_width=True)
-    b2.button("⏹ Stop", on_click=on_stop, disabled=not running, key="train_stop", use_container_width=True)
-    b3.button("↺ Reset", on_click=on_reset, key="train_reset", use_container_width=True,
+    paused = job.trainer.paused
+    b1.button("Resume" if paused else "Pause", icon=":material/play_arrow:" if paused else ":material/pause:",
+              on_click=on_pause, disabled=not running, key="train_pause", use_container_width=True)
+    b2.button("Stop", icon=":material/stop:", on_click=on_stop, disabled=not running, key="train_stop",
+              use_container_width=True)
+    b3.button("Reset", icon=":material/restart_alt:", on_click=on_reset, key="train_reset", use_container_width=True,
               help="Forget this job on the page (a finished run stays saved on disk).")
 
     @st.fragment(run_every=0.5 if running else None)
@@ -117,13 +116,11 @@ if job is not None:
     live()
     if job.done:
         snap = job.snapshot()
-        if snap.state == "diverged":
-            st.error(f"{snap.message}")
-        elif snap.state == "failed":
+        if snap.state in ("diverged", "failed"):
             st.error(f"{snap.message}")
         else:
-            st.success(f"Training {snap.state}. {snap.message} Saved as run `{job.name}`." if snap.run_path
-                       else f"Training {snap.state}. {snap.message}")
+            saved = f" Saved as run `{snap.run_path.name}`." if snap.run_path else ""
+            st.success(f"Training {snap.state}. {snap.message}{saved}")
         if job.run is not None and job.run.history.epochs:
             st.header("3 · Results")
             train_views.results(job.run, job.run_path)

@@ -98,3 +98,37 @@ def test_tiny_training_flow_completes_and_saves_a_run(runs_dir):
     assert any(s.value.startswith("Training finished") for s in at.success)
     assert any(m.label == "Validation accuracy" for m in at.metric)
     assert at.get("download_button")
+
+
+def test_a_diverging_run_stops_with_advice_and_the_same_name_never_overwrites(runs_dir):
+    at = AppTest.from_file(str(ROOT / "pages" / "1_Train.py"), default_timeout=TIMEOUT).run()
+    at.radio(key="train_source").set_value(at.radio(key="train_source").options[1]).run()
+    at.radio(key="train_preset").set_value("Custom").run()
+    at.number_input(key="train_default_c_epochs").set_value(30)
+    at.number_input(key="train_default_c_lr").set_value(1e4)
+    at.selectbox(key="train_default_c_opt").set_value("sgd")
+    at.toggle(key="train_default_c_block").set_value(False)
+    at.text_input(key="train_default_c_name").set_value("hot")
+    at.button[0].click().run()
+    job = at.session_state["train_job"]
+    job.join(120)
+    at.run()
+    assert not at.exception
+    assert job.state == "diverged"
+    assert "lower learning rate" in at.error[0].value
+    # Train again under the same name: the first run is kept, the second gets a new folder.
+    at.button(key="train_reset").click().run()
+    at.button[0].click().run()
+    at.session_state["train_job"].join(120)
+    at.run()
+    saved = sorted(p.name for p in runs_dir.iterdir() if not p.name.startswith("."))
+    assert saved[:1] == ["hot"] and (len(saved) == 1 or saved[1] == "hot-2")
+
+
+def test_an_impossible_setting_is_a_clear_error_not_a_crash():
+    at = AppTest.from_file(str(ROOT / "pages" / "1_Train.py"), default_timeout=TIMEOUT).run()
+    at.radio(key="train_preset").set_value("Custom").run()
+    at.number_input(key="train_default_c_heads").set_value(3)
+    at.button[0].click().run()
+    assert not at.exception
+    assert "divisible" in at.error[0].value and "train_job" not in at.session_state

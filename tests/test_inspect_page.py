@@ -181,7 +181,15 @@ def test_clicking_a_map_in_the_grid_zooms_it(tmp_path: Path) -> None:
         page.goto(f"{url}/Inspect")
         main = page.get_by_test_id("stMain")
         main.get_by_text("L2 · H3").first.wait_for()
-        page.wait_for_timeout(1000)
-        box = main.locator(".js-plotly-plot").nth(1).bounding_box()  # 0: probabilities, 1: the grid (2 × 5 maps)
-        page.mouse.click(box["x"] + box["width"] * 0.45, box["y"] + box["height"] * 0.8)
-        main.get_by_text("Layer 2 · head 3").wait_for()
+        grid = main.locator(".js-plotly-plot").nth(1)  # 0: probabilities, 1: the grid (2 × 5 maps)
+        grid.locator("g.hm").nth(9).wait_for(state="attached")  # all ten maps drawn
+        target = main.get_by_text("Layer 2 · head 3")
+        for _ in range(5):  # plotly may still be laying out on the first click: click until it registers
+            box = grid.bounding_box()
+            page.mouse.click(box["x"] + box["width"] * 0.45, box["y"] + box["height"] * 0.8)
+            try:
+                target.wait_for(timeout=5_000)
+                break
+            except Exception:
+                continue
+        target.wait_for()

@@ -8,7 +8,7 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from attention_core import EmbeddingSource, Embeddings, Run, load_embeddings, load_run
+from attention_core import Embeddings, EmbeddingSource, Run, load_embeddings, load_run
 from attention_core.errors import InputError
 from attention_core.runs import list_runs
 

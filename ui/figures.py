@@ -58,13 +58,16 @@ def attention_heatmap(
             hovertemplate="<b>%{y}</b> → <b>%{x}</b><br>weight %{z:.4f}<extra></extra>",
         )
     )
-    side = height or max(260, 34 * len(qs) + 120)
+    side = height or max(260, 34 * len(qs) + 150)
+    # The key axis sits on top, next to the title: say what the columns are in the title's
+    # subtitle instead of an axis title that would overlap it.
+    heading = f"{title}<br><sup>rows: query (attending) · columns: key (attended to)</sup>" if title else None
     fig.update_layout(
-        title=title or None,
+        title={"text": heading, "y": 0.98, "yanchor": "top"} if heading else None,
         template=TEMPLATE,
         height=side,
-        margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
-        xaxis={"title": "key (attended to)", "side": "top", "tickangle": -45},
+        margin={"l": 10, "r": 10, "t": 130 if title else 80, "b": 10},
+        xaxis={"side": "top", "tickangle": -45},
         yaxis={"title": "query (attending)", "autorange": "reversed"},
     )
     return fig

@@ -21,8 +21,14 @@ PRESET_HELP = {
 }
 
 
-def hyperparameter_form(default_probe: str, data_name: str) -> tuple[str, ModelConfig, TrainConfig, str] | None:
-    """Draw the form; on submit return (run name, model config, train config, probe sentence)."""
+def hyperparameter_form(
+    default_probe: str, data_name: str, *, disabled: bool = False
+) -> tuple[str, ModelConfig, TrainConfig, str] | None:
+    """Draw the form; on submit return (run name, model config, train config, probe sentence).
+
+    The form is drawn even while a job runs (submit disabled): a widget Streamlit does not
+    draw in a run loses its value, and the learner's settings should survive a training.
+    """
     choice = st.radio("Preset", list(PRESET_LABELS), horizontal=True, key="train_preset")
     st.caption(PRESET_HELP[choice])
     model, train = preset(PRESET_LABELS[choice])
@@ -60,7 +66,8 @@ def hyperparameter_form(default_probe: str, data_name: str) -> tuple[str, ModelC
         probe = c1.text_input("Probe sentence (its attention is recorded every epoch)", default_probe, key=k + "probe")
         budget = c2.number_input("Time budget (s, 0 = none)", 0, 3600, 0, key=k + "budget")
         name = c3.text_input("Run name", f"{choice.split()[0].lower()}-{data_name.rsplit('.', 1)[0]}", key=k + "name")
-        submitted = st.form_submit_button("▶ Start training", type="primary", use_container_width=True)
+        submitted = st.form_submit_button("Start training", type="primary", use_container_width=True,
+                                          disabled=disabled, icon=":material/play_arrow:")
     if not submitted:
         return None
     if custom:
