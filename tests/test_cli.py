@@ -69,6 +69,10 @@ def test_evaluate_with_other_column_names(trained, tmp_path):
         (("train", "{tmp}/header.csv", "--out", "{tmp}/x"), "no data rows|header"),
         (("train", "{tmp}/one_class.csv", "--out", "{tmp}/x"), "only one"),
         (("train", "{tmp}/binary.csv", "--out", "{tmp}/x"), "binary"),
+        (("train", "{tmp}/numbers.csv", "--out", "{tmp}/x"), "text column"),
+        (("train", "{tmp}/many.csv", "--out", "{tmp}/x", "--label-col", "review", "--text-col", "stars"),
+         "is that the text column"),
+        (("train", "{tmp}/huge.csv", "--out", "{tmp}/x"), "25 MB"),
         (("train", "data/small.csv", "--out", "{tmp}/x", "--text-col", "nope"), "nope"),
         (("train", "data/small.csv", "--out", "{tmp}/x", "--preset", "huge"), "unknown preset"),
         (("train", "data/small.csv", "--out", "{tmp}/x", "--heads", "3"), "divisible"),
@@ -84,6 +88,12 @@ def test_bad_input_exits_2_with_one_line_error(trained, tmp_path, args, message)
     (tmp_path / "header.csv").write_text("text,label\n")
     (tmp_path / "one_class.csv").write_text("text,label\ngood,pos\nnice,pos\n")
     (tmp_path / "binary.csv").write_bytes(b"PK\x03\x04" + bytes(range(256)) * 4)
+    (tmp_path / "numbers.csv").write_text("a,b\n1,2\n3,4\n5,6\n")
+    (tmp_path / "many.csv").write_text("review,stars\n" + "".join(f"sentence number {i},{i % 2}\n" for i in range(150)))
+    if "huge.csv" in " ".join(args):
+        with open(tmp_path / "huge.csv", "wb") as f:
+            f.write(b"text,label\n")
+            f.truncate(26 * 1024 * 1024)
     args = [a.replace("{tmp}", str(tmp_path)).replace("RUN", str(trained)) for a in args]
     r = cli(*args)
     assert r.returncode == 2, (r.stdout, r.stderr)
