@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# isort: off
+import ui.runtime  # noqa: F401 — sets OMP_WAIT_POLICY before torch is imported
+# isort: on
+
 import numpy as np
 import streamlit as st
 
@@ -84,7 +88,7 @@ st.plotly_chart(
     figures.attention_heatmap(weights, prediction.tokens, title=f"{layer_names[layer]} · {head}"),
     key="home_heatmap",
 )
-with st.expander("All layers and heads at once"):
+if st.toggle("Show all layers and heads at once", key="home_grid_on"):  # drawn on request: 10+ maps are slow to draw
     st.plotly_chart(figures.attention_grid(attn, prediction.tokens), key="home_grid")
 
 with st.expander("What am I looking at?", expanded=False):

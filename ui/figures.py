@@ -315,3 +315,56 @@ def probability_timeline(epochs: Sequence[int], probabilities: Sequence[Mapping[
                       xaxis={"title": "epoch"}, yaxis={"range": [0, 1.02], "tickformat": ".0%", "title": "probability"},
                       legend={"orientation": "h", "y": -0.35})
     return fig
+
+
+# --- Backpropagation and Seed experiment pages -------------------------------------------------------
+
+
+def gradient_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, title: str = "",
+                     zmax: float | None = None, height: int | None = None, colorbar_title: str = "value") -> go.Figure:
+    """A gradient (or any signed matrix) in diverging colours, 0 = white; values written in small matrices.
+
+    A 1-d vector is drawn as one row. ``zmax`` fixes the colour range to ±zmax (to compare two maps).
+    """
+    v = np.asarray(values, dtype=float)
+    if v.ndim == 1:
+        v = v[None, :]
+    lim = zmax if zmax is not None else float(np.abs(v).max()) if v.size else 0.0
+    lim = lim or 1.0  # an all-zero gradient (e.g. ∂L/∂Kb) still gets a colour range
+    small = v.shape[0] * v.shape[1] <= 120 and v.shape[1] <= 12
+    fig = go.Figure(
+        go.Heatmap(
+            z=v, x=_dedupe(cols), y=_dedupe(rows), colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim,
+            text=[[f"{x:.2e}" if x and abs(x) < 1e-3 else f"{x:.3f}" for x in row] for row in v] if small else None,
+            texttemplate="%{text}" if small else None, textfont={"size": 11},
+            colorbar={"title": colorbar_title, "thickness": 12, "exponentformat": "e"},
+            hovertemplate="<b>%{y}</b>, <b>%{x}</b>: %{z:.4e}<extra></extra>",
+        )
+    )
+    many = v.shape[1] > 20
+    fig.update_layout(
+        template=TEMPLATE, title=title or None,
+        height=height or int(min(640, max(150, (14 if v.shape[0] > 20 else 34) * v.shape[0] + 110))),
+        margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
+        xaxis={"side": "top", "tickangle": -90 if many else -45, "tickfont": {"size": 9 if many else 12}, "type": "category"},
+        yaxis={"autorange": "reversed", "tickfont": {"size": 9 if v.shape[0] > 20 else 12}, "type": "category"},
+    )
+    return fig
+
+
+def loss_curve(epochs: Sequence[Mapping], step_losses: Sequence[float] = (), *, height: int = 260) -> go.Figure:
+    """Training loss per epoch (one small panel), the per-step losses faintly behind."""
+    fig = go.Figure()
+    ep = [e["epoch"] for e in epochs]
+    if step_losses and ep:
+        n = len(step_losses)
+        xs = np.linspace(0, ep[-1], n + 1)[1:]
+        stride = max(1, n // 1500)
+        fig.add_trace(go.Scatter(x=xs[::stride], y=list(step_losses)[::stride], name="step loss", mode="lines",
+                                 line={"color": "rgba(31,119,180,0.2)", "width": 1}, hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=ep, y=[e["train_loss"] for e in epochs], name="training loss (epoch mean)",
+                             mode="lines+markers" if len(ep) <= 60 else "lines", line={"color": "#1f77b4"},
+                             hovertemplate="epoch %{x}: %{y:.4f}<extra></extra>"))
+    fig.update_layout(template=TEMPLATE, height=height, margin={"l": 10, "r": 10, "t": 10, "b": 10}, showlegend=False,
+                      xaxis={"title": "epoch"}, yaxis={"title": "loss", "rangemode": "tozero"})
+    return fig

@@ -1,0 +1,208 @@
+"""How the app feels: start-up, typing, live training, and several learners at once.
+
+Measured in one run, against a real ``streamlit run app.py`` driven by headless Chromium
+(Playwright), on this machine:
+
+1. cold start — from launching ``streamlit run`` to the home page showing its first heatmap
+   (median of 3 starts; the browser is already open, as a user's would be);
+2. sentence → heatmap — typing a new sentence until the heatmap shows its tokens (median);
+3. refresh while training — how often the Train page's progress line changes per second while
+   the ``default`` preset trains on the 3,000 UCI sentences;
+4. UI vs CLI — training throughput (examples/s from the run's history) through the page and
+   through ``python -m attention_core train`` with the same preset, data and epochs;
+5. four sessions — four browser sessions start training at once: all must finish with their
+   own saved run, while the health endpoint is polled (max / p95 latency).
+
+Goals (issue 3): first heatmap ≤ 5 s; sentence → heatmap ≤ 300 ms; ≥ 2 updates/s while
+training; UI at most 15 % slower than the CLI; four sessions all finish, health < 100 ms.
+Run: ``python benchmarks/app_latency.py`` (≈ 3 min); prints a table and a last JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, app_server  # noqa: E402
+
+EPOCHS = 15  # the default preset on 3,000 sentences: long enough (~6 s) to watch it train
+
+
+def launch_browser(pw):
+    return pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+def cold_start(pw, runs: Path, repeats: int = 3) -> list[float]:
+    browser = launch_browser(pw)
+    times = []
+    try:
+        for _ in range(repeats):
+            page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            t0 = time.perf_counter()
+            with app_server(runs) as url:
+                page.goto(url)
+                page.get_by_test_id("stMain").locator("g.ytick text", has_text="food").first.wait_for(timeout=60_000)
+                times.append(time.perf_counter() - t0)
+            page.context.close()
+    finally:
+        browser.close()
+    return times
+
+
+def sentence_latency(page, url: str, n: int = 10) -> list[float]:
+    page.goto(url)
+    main = page.get_by_test_id("stMain")
+    main.locator("g.ytick text", has_text="food").first.wait_for()
+    box = main.get_by_label("Your sentence")
+    times = []
+    words = ["pizza", "screen", "battery", "movie", "waiter", "plot", "camera", "sound", "price", "service", "story"]
+    for i in range(n + 1):
+        word = words[i % len(words)]
+        box.fill(f"the {word} was really great {i}")
+        t0 = time.perf_counter()
+        box.press("Enter")
+        main.locator("g.ytick text", has_text=word).first.wait_for()
+        main.locator("g.ytick text", has_text=str(i)).first.wait_for()
+        if i:  # the first change also pays for plotly's first re-layout
+            times.append(time.perf_counter() - t0)
+    return times
+
+
+def start_training(page, url: str, epochs: int) -> None:
+    page.goto(f"{url}/Train")
+    main = page.get_by_test_id("stMain")
+    main.get_by_text("uci_sentiment_sentences.csv: utf-8").wait_for()
+    box = main.get_by_label("Epochs")
+    box.fill(str(epochs))
+    box.press("Tab")
+    main.get_by_role("button", name="Start training").click()
+    main.get_by_text(re.compile(r"epoch \d+/")).first.wait_for()
+
+
+def watch_refresh(page, seconds: float = 5.0) -> tuple[float, int]:
+    """Sample the progress line every 50 ms; return changes per second and the number of samples."""
+    changes, last, samples = 0, None, 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        text = page.evaluate(
+            "() => { const e = [...document.querySelectorAll('[data-testid=stMain] p')]"
+            ".find(p => / · epoch \\d+\\//.test(p.textContent)); return e ? e.textContent : null }"
+        )
+        samples += 1
+        if text and "running" not in text:
+            break
+        if text != last and last is not None:
+            changes += 1
+        last = text
+        page.wait_for_timeout(50)
+    return changes / (time.perf_counter() - t0), samples
+
+
+def wait_finished(page, timeout_ms: int = 300_000) -> None:
+    page.get_by_test_id("stMain").get_by_text(re.compile("Training (finished|stopped)")).wait_for(timeout=timeout_ms)
+
+
+def history_rate(run_dir: Path) -> float:
+    h = json.loads((run_dir / "history.json").read_text())
+    return h["examples_seen"] / h["seconds"]
+
+
+def cli_rate(epochs: int) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run(
+            [sys.executable, "-m", "attention_core", "train", "data/uci_sentiment_sentences.csv", "--out", f"{tmp}/r",
+             "--epochs", str(epochs), "--quiet"], cwd=ROOT, capture_output=True, text=True, check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])["examples_per_second"]
+
+
+def health_poller(url: str, stop: threading.Event, out: list[float]) -> None:
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=10) as r:
+            r.read()
+        out.append((time.perf_counter() - t0) * 1000)
+        stop.wait(0.25)
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    results: dict[str, object] = {}
+    with sync_playwright() as pw, tempfile.TemporaryDirectory() as tmp:
+        runs = Path(tmp)
+        starts = cold_start(pw, runs / "cold")
+        results["cold_start_seconds"] = [round(t, 2) for t in starts]
+        results["cold_start_median_s"] = round(statistics.median(starts), 2)
+
+        with app_server(runs / "ui") as url:
+            browser = launch_browser(pw)
+            page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            page.set_default_timeout(120_000)
+            lat = sentence_latency(page, url)
+            results["sentence_to_heatmap_ms_median"] = round(statistics.median(lat) * 1000, 1)
+            results["sentence_to_heatmap_ms_max"] = round(max(lat) * 1000, 1)
+
+            start_training(page, url, EPOCHS)
+            rate, samples = watch_refresh(page)
+            results["updates_per_second_while_training"] = round(rate, 2)
+            wait_finished(page)
+            ui_dirs = sorted((runs / "ui").iterdir())
+            results["ui_examples_per_second"] = round(history_rate(ui_dirs[-1]), 1)
+            browser.close()
+        results["cli_examples_per_second"] = cli_rate(EPOCHS)
+        results["ui_slowdown_vs_cli"] = round(1 - results["ui_examples_per_second"] / results["cli_examples_per_second"], 3)
+
+        with app_server(runs / "four") as url:
+            browser = launch_browser(pw)
+            pages = [browser.new_context(viewport={"width": 1400, "height": 1000}).new_page() for _ in range(4)]
+            for p in pages:
+                p.set_default_timeout(300_000)
+            stop, health = threading.Event(), []
+            poller = threading.Thread(target=health_poller, args=(url, stop, health), daemon=True)
+            poller.start()
+            t0 = time.perf_counter()
+            for p in pages:
+                start_training(p, url, 5)
+            for p in pages:
+                wait_finished(p)
+            results["four_sessions_seconds"] = round(time.perf_counter() - t0, 1)
+            stop.set()
+            poller.join()
+            browser.close()
+            saved = [d for d in (runs / "four").iterdir() if not d.name.startswith(".")]
+            statuses = [json.loads((d / "history.json").read_text())["status"] for d in saved]
+            results["four_sessions_runs_saved"] = len(saved)
+            results["four_sessions_all_finished"] = statuses == ["finished"] * 4
+            results["health_ms_p95"] = round(sorted(health)[int(0.95 * (len(health) - 1))], 1)
+            results["health_ms_max"] = round(max(health), 1)
+
+    goals = [
+        ("first heatmap after `streamlit run`", results["cold_start_median_s"], "≤ 5 s", results["cold_start_median_s"] <= 5),
+        ("sentence → heatmap (median)", results["sentence_to_heatmap_ms_median"], "≤ 300 ms",
+         results["sentence_to_heatmap_ms_median"] <= 300),
+        ("chart updates per second while training", results["updates_per_second_while_training"], "≥ 2",
+         results["updates_per_second_while_training"] >= 2),
+        ("UI training slowdown vs CLI", results["ui_slowdown_vs_cli"], "≤ 0.15", results["ui_slowdown_vs_cli"] <= 0.15),
+        ("four sessions finish, own runs", f"{results['four_sessions_runs_saved']} runs", "4 finished",
+         results["four_sessions_all_finished"]),
+        ("health endpoint during 4 trainings (max ms)", results["health_ms_max"], "< 100 ms", results["health_ms_max"] < 100),
+    ]
+    for name, value, goal, met in goals:
+        print(f"{name:48} {value!s:>14}   goal {goal:10} {'met' if met else 'NOT MET'}")
+    results["goals_met"] = {name: bool(met) for name, _, _, met in goals}
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
