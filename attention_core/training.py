@@ -486,8 +486,19 @@ class Trainer:
 
 def evaluate_model(model: AttentionClassifier, encoder: TextEncoder, dataset: TextDataset, label_names: Sequence[str]):
     """Predict every row of ``dataset`` (labels matched by name) and score it."""
+    names = [dataset.label_names[y] for y in dataset.labels]
+    return evaluate_texts(model, encoder, dataset.texts, names, label_names)
+
+
+def evaluate_texts(
+    model: AttentionClassifier, encoder: TextEncoder, texts: Sequence[str], labels: Sequence[str], label_names: Sequence[str]
+):
+    """Accuracy, macro F1 and confusion of ``model`` on texts with their label names.
+
+    Rows with no known word (in drop mode) cannot be predicted and are left out.
+    """
     index = {name: i for i, name in enumerate(label_names)}
-    missing = sorted(set(dataset.label_names) - set(index))
+    missing = sorted(set(labels) - set(index))
     if missing:
         raise DataError(
             f"labels {missing} are not among the model's labels {list(label_names)}",
@@ -496,7 +507,7 @@ def evaluate_model(model: AttentionClassifier, encoder: TextEncoder, dataset: Te
     model.eval()
     y_true, y_pred = [], []
     with torch.no_grad():
-        encoded = [(encoder.encode(t), index[dataset.label_names[y]]) for t, y in zip(dataset.texts, dataset.labels, strict=True)]
+        encoded = [(encoder.encode(t), index[y]) for t, y in zip(texts, labels, strict=True)]
         encoded = [(e, y) for e, y in encoded if e.ids]
         encoded.sort(key=lambda ey: len(ey[0].ids))
         for start in range(0, len(encoded), 256):

@@ -13,7 +13,7 @@ import streamlit as st
 from attention_core import Run, TextDataset, load_run
 from attention_core.errors import InputError
 from attention_core.runs import list_runs, run_from_zip, run_to_zip, safe_name
-from attention_core.training import evaluate_model
+from attention_core.training import evaluate_texts
 from ui import figures
 from ui.jobs import JobSnapshot
 
@@ -60,8 +60,7 @@ def progress(snap: JobSnapshot) -> None:
 def results(run: Run, run_path: Path | None) -> None:
     texts, labels = run.validation
     if texts:
-        val = TextDataset(tuple(texts), tuple(labels), run.label_names, _report_stub(run))
-        m = evaluate_model(run.model, run.encoder, val, run.label_names)
+        m = evaluate_texts(run.model, run.encoder, texts, [run.label_names[y] for y in labels], run.label_names)
         c1, c2, c3 = st.columns(3)
         c1.metric("Validation accuracy", f"{m.accuracy:.1%}")
         c2.metric("Macro F1", f"{m.macro_f1:.3f}")
@@ -76,12 +75,6 @@ def results(run: Run, run_path: Path | None) -> None:
     if run_path is not None:
         st.download_button("⬇ Download run (.zip: model, config, history)", run_to_zip(run_path),
                            file_name=f"{run_path.name}.zip", mime="application/zip", key="train_download")
-
-
-def _report_stub(run: Run):
-    from attention_core.data import dataset_from_lists
-
-    return dataset_from_lists(["a", "b"], ["x", "y"]).report
 
 
 def _misclassified(run: Run, texts, labels) -> None:
