@@ -87,7 +87,7 @@ table = pd.DataFrame({
     "max |hand − autograd|": [c.max_abs_diff for c in checks],
     "largest |value|": [float(c.hand.abs().max()) for c in checks],
 })
-st.dataframe(table, hide_index=True, key="backprop_table", column_config={
+st.dataframe(table, hide_index=True, key="backprop_table", height=35 * (len(table) + 1) + 3, column_config={
     "max |hand − autograd|": st.column_config.NumberColumn(format="%.1e"),
     "largest |value|": st.column_config.NumberColumn(format="%.2e"),
 })
@@ -98,7 +98,7 @@ st.success(f"All {len(checks)} hand-written gradients agree with autograd: the l
 AXES = {"class": list(labels), "token": tokens, "dim": [str(i + 1) for i in range(inp.x.shape[1])],
         "input": [f"d{i + 1}" for i in range(inp.x.shape[1] - 1)] + ["pos"]}
 names = [c.name for c in checks]
-g1, g2 = st.columns([2, 1])
+g1, g2, _ = st.columns([1, 1, 1])
 pick = checks[names.index(g1.selectbox("Gradient to look at", names, index=names.index("∂L/∂e"), key="backprop_gradient"))]
 hand, auto, axes = pick.hand.numpy(), pick.autograd.numpy(), pick.axes
 if axes[0] == "row":  # the softmax Jacobian: one n × n matrix per row of α
@@ -113,9 +113,15 @@ h1.markdown("**hand-written** (`seed_backward`)")
 h1.plotly_chart(figures.gradient_heatmap(hand, rows, cols, zmax=lim), key="backprop_hand")
 h2.markdown("**autograd**")
 h2.plotly_chart(figures.gradient_heatmap(auto, rows, cols, zmax=lim), key="backprop_autograd")
+NOTES = {
+    "∂L/∂Kb": "It is zero in exact arithmetic (what you see is rounding): adding the same vector to every key adds the same "
+              "number to a whole row of scores, and softmax ignores that.",
+    "∂α/∂e (softmax Jacobian)": "Each row's Jacobian is symmetric and its rows sum to 0, because α's rows always sum to 1.",
+    "∂L/∂f": "Average pooling hands every token the same share, 1/n, of ∂L/∂p.",
+    "∂L/∂V": "V, unlike Q and K, gets its gradient without passing through the softmax.",
+}
 st.caption(f"{pick.name}: max |hand − autograd| = {pick.max_abs_diff:.1e} over all {pick.hand.numel():,} entries. "
-           "∂L/∂Kb is zero in exact arithmetic: adding the same vector to every key adds the same number to a whole "
-           "row of scores, and softmax ignores that. The Jacobian's rows sum to 0 because α's rows always sum to 1.")
+           + NOTES.get(pick.name, ""))
 
 # -- the post's own code -----------------------------------------------------------------------------
 st.header("Where the post's code computes something else")
@@ -130,11 +136,11 @@ def differences(rows: list) -> None:
     st.dataframe(pd.DataFrame({
         "quantity": [r.name for r in rows],
         "max |post − correct|": [r.max_abs for r in rows],
-        "relative difference": [r.relative for r in rows],
+        "relative difference": [100 * r.relative for r in rows],
         "size ratio ‖post‖ / ‖correct‖": [r.norm_ratio for r in rows],
     }), hide_index=True, column_config={
         "max |post − correct|": st.column_config.NumberColumn(format="%.2e"),
-        "relative difference": st.column_config.NumberColumn(format="percent", help="‖post − correct‖ / ‖correct‖"),
+        "relative difference": st.column_config.NumberColumn(format="%.1f %%", help="‖post − correct‖ / ‖correct‖"),
         "size ratio ‖post‖ / ‖correct‖": st.column_config.NumberColumn(format="%.3f"),
     })
 
@@ -145,7 +151,7 @@ with tabs[0]:
                 "the columns, so `α[j]` is `α[j,1]`: the code builds the Jacobian of α's **first column** — the "
                 "weights every word gives the first word — and applies that one matrix to every row. The correct "
                 "Jacobian is a different matrix for each row i, built from row i.")
-    row = st.selectbox("Row i", range(n), format_func=lambda i: f"{i + 1}: {tokens[i]}", key="backprop_jac_row")
+    row = st.columns(3)[0].selectbox("Row i", range(n), format_func=lambda i: f"{i + 1}: {tokens[i]}", key="backprop_jac_row")
     correct_j, post_j = post.jacobians[row].numpy(), post.post_jacobian.numpy()
     lim = float(max(np.abs(correct_j).max(), np.abs(post_j).max()))
     j1, j2 = st.columns(2, gap="large")
@@ -158,7 +164,7 @@ with tabs[0]:
                "above to see the difference vanish — and drift apart as attention sharpens. ∂L/∂V does not pass "
                "through the softmax, so it is unaffected.")
 with tabs[1]:
-    st.markdown(f"The post's text divides the scores by √d_k, its code by `sqrt(length(q))`; `length` counts all "
+    st.markdown(f"The post's text divides the scores by $\\sqrt{{d_k}}$, its code by `sqrt(length(q))`; `length` counts all "
                 f"d × n = {d} × {n} entries of q. So this sentence's scores are divided by √{d * n} ≈ "
                 f"{1 / post.post_scale:.1f} instead of √{d} ≈ {1 / post.scale:.1f}: {np.sqrt(n):.2f} times more.")
     a1, a2 = st.columns(2, gap="large")
@@ -169,8 +175,8 @@ with tabs[1]:
     differences(post.scale_effect)
     st.caption(f"Why it matters: the divisor grows with the sentence, so the longer the sentence, the flatter its "
                f"attention (closer to a plain average of the words; uniform would be 1/n = {1 / n:.3f} per row) and the "
-               "weaker the gradient that reaches Q and K — long sentences teach the model to attend less than short "
-               "ones do. (Gradients here are the correct ones for each forward pass.)")
+               "weaker the gradient that reaches Q and K: the longer the sentence, the less it teaches the model where "
+               "to look. (The gradients here are the correct ones for each forward pass.)")
 with tabs[2]:
     st.markdown(f"The code's local gradients `∂e_∂q, ∂e_∂k = k', q'` leave out the 1/√(d·n) its forward pass divided "
                 f"by, so its ∂L/∂Q and ∂L/∂K come out √(d·n) ≈ {1 / post.post_scale:.1f} times the true gradient of "

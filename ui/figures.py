@@ -320,25 +320,31 @@ def probability_timeline(epochs: Sequence[int], probabilities: Sequence[Mapping[
 # --- Backpropagation and Seed experiment pages -------------------------------------------------------
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
 def gradient_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, title: str = "",
-                     zmax: float | None = None, height: int | None = None, colorbar_title: str = "value") -> go.Figure:
+                     zmax: float | None = None, height: int | None = None) -> go.Figure:
     """A gradient (or any signed matrix) in diverging colours, 0 = white; values written in small matrices.
 
     A 1-d vector is drawn as one row. ``zmax`` fixes the colour range to ±zmax (to compare two maps).
+    Very small or large values are shown in units of a power of ten, named on the colour bar (×10⁻³).
     """
     v = np.asarray(values, dtype=float)
     if v.ndim == 1:
         v = v[None, :]
     lim = zmax if zmax is not None else float(np.abs(v).max()) if v.size else 0.0
-    lim = lim or 1.0  # an all-zero gradient (e.g. ∂L/∂Kb) still gets a colour range
+    exponent = int(np.floor(np.log10(lim))) if lim > 0 else 0
+    exponent = exponent if exponent < -2 or exponent > 2 else 0
+    unit = f" ×10{str(exponent).translate(_SUPERSCRIPT)}" if exponent else ""
+    v, lim = v / 10.0**exponent, (lim / 10.0**exponent) or 1.0  # an all-zero gradient still gets a colour range
     small = v.shape[0] * v.shape[1] <= 120 and v.shape[1] <= 12
     fig = go.Figure(
         go.Heatmap(
             z=v, x=_dedupe(cols), y=_dedupe(rows), colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim,
-            text=[[f"{x:.2e}" if x and abs(x) < 1e-3 else f"{x:.3f}" for x in row] for row in v] if small else None,
-            texttemplate="%{text}" if small else None, textfont={"size": 11},
-            colorbar={"title": colorbar_title, "thickness": 12, "exponentformat": "e"},
-            hovertemplate="<b>%{y}</b>, <b>%{x}</b>: %{z:.4e}<extra></extra>",
+            text=np.round(v, 3) if small else None, texttemplate="%{text}" if small else None, textfont={"size": 11},
+            colorbar={"title": f"value{unit}", "thickness": 12},
+            hovertemplate="<b>%{y}</b>, <b>%{x}</b>: %{z:.5f}" + unit + "<extra></extra>",
         )
     )
     many = v.shape[1] > 20
@@ -352,19 +358,30 @@ def gradient_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str
     return fig
 
 
-def loss_curve(epochs: Sequence[Mapping], step_losses: Sequence[float] = (), *, height: int = 260) -> go.Figure:
-    """Training loss per epoch (one small panel), the per-step losses faintly behind."""
-    fig = go.Figure()
+def loss_curve(epochs: Sequence[Mapping], *, height: int = 240) -> go.Figure:
+    """Training loss per epoch, in one small panel (per-step losses of per-example SGD would hide it)."""
     ep = [e["epoch"] for e in epochs]
-    if step_losses and ep:
-        n = len(step_losses)
-        xs = np.linspace(0, ep[-1], n + 1)[1:]
-        stride = max(1, n // 1500)
-        fig.add_trace(go.Scatter(x=xs[::stride], y=list(step_losses)[::stride], name="step loss", mode="lines",
-                                 line={"color": "rgba(31,119,180,0.2)", "width": 1}, hoverinfo="skip"))
-    fig.add_trace(go.Scatter(x=ep, y=[e["train_loss"] for e in epochs], name="training loss (epoch mean)",
-                             mode="lines+markers" if len(ep) <= 60 else "lines", line={"color": "#1f77b4"},
-                             hovertemplate="epoch %{x}: %{y:.4f}<extra></extra>"))
+    fig = go.Figure(go.Scatter(x=ep, y=[e["train_loss"] for e in epochs], mode="lines+markers" if len(ep) <= 60 else "lines",
+                               line={"color": "#1f77b4"}, hovertemplate="epoch %{x}: loss %{y:.4f}<extra></extra>"))
     fig.update_layout(template=TEMPLATE, height=height, margin={"l": 10, "r": 10, "t": 10, "b": 10}, showlegend=False,
-                      xaxis={"title": "epoch"}, yaxis={"title": "loss", "rangemode": "tozero"})
+                      xaxis={"title": "epoch"}, yaxis={"title": "training loss", "rangemode": "tozero"})
+    return fig
+
+
+def compact_attention_heatmap(weights: np.ndarray, tokens: Sequence[str], *, show_values: bool = False,
+                              height: int | None = None) -> go.Figure:
+    """An attention map for side-by-side columns: rows = queries, columns = keys, 0–1 colours, no axis titles."""
+    w = np.asarray(weights, dtype=float)
+    toks = _dedupe(tokens)
+    fig = go.Figure(
+        go.Heatmap(
+            z=w, x=toks, y=toks, zmin=0.0, zmax=1.0, colorscale=COLORSCALE,
+            colorbar={"thickness": 8, "len": 0.9, "tickvals": [0, 0.5, 1]},
+            text=np.round(w, 2) if show_values else None, texttemplate="%{text}" if show_values else None,
+            hovertemplate="<b>%{y}</b> → <b>%{x}</b><br>weight %{z:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(template=TEMPLATE, height=height or max(220, 30 * len(toks) + 90),
+                      margin={"l": 10, "r": 10, "t": 10, "b": 10},
+                      xaxis={"side": "top", "tickangle": -45}, yaxis={"autorange": "reversed"})
     return fig
