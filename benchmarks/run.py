@@ -92,7 +92,7 @@ THROUGHPUT_GOAL = 5_000.0  # training examples per second, 2 cores
 SPEEDUP_GOAL = 2.0  # seed preset vs the NumPy port of the post
 LATENCY_GOAL_MS = 5.0  # median Run.predict on 32 tokens
 TIME_BUDGET_S = 60.0  # CPU training seconds allowed to beat TF-IDF
-DISTURBED_CORES = 0.25  # other processes using more than this many cores on average → figures suspect
+DISTURBED_CORES = 0.1  # other processes using more than this many cores on average → figures suspect
 
 
 # -- results --------------------------------------------------------------------------------------------
@@ -157,20 +157,38 @@ def _round(value: Any) -> Any:
 # -- measuring helpers ------------------------------------------------------------------------------------
 
 
+class CpuSampler:
+    """CPU used by *other* processes (in cores, from Linux ``/proc/stat``) between calls of :meth:`mark`.
+
+    Pass ``mark`` as a Trainer ``on_epoch`` callback to get one figure per epoch.
+    """
+
+    def __init__(self) -> None:
+        self.cores: list[float | None] = []
+        self._last = self._now()
+
+    @staticmethod
+    def _now() -> tuple[float, float, float | None]:
+        return time.perf_counter(), time.process_time(), _busy_seconds()
+
+    def mark(self, *_: object) -> float | None:
+        (wall0, own0, busy0), (wall1, own1, busy1) = self._last, self._now()
+        self._last = (wall1, own1, busy1)
+        known = busy0 is not None and busy1 is not None and wall1 > wall0
+        self.cores.append(max(0.0, (busy1 - busy0 - (own1 - own0)) / (wall1 - wall0)) if known else None)
+        return self.cores[-1]
+
+
 class CpuMonitor:
-    """CPU time used by *other* processes while a section runs, in cores (Linux ``/proc/stat``)."""
+    """Wall seconds, load average and other processes' CPU (cores) over a ``with`` block."""
 
     def __enter__(self) -> CpuMonitor:
-        self.wall, self.own, self.busy = time.perf_counter(), time.process_time(), _busy_seconds()
-        self.load_before = os.getloadavg()[0]
+        self.start, self.load_before, self.sampler = time.perf_counter(), os.getloadavg()[0], CpuSampler()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.seconds = time.perf_counter() - self.wall
-        busy = _busy_seconds()
-        own = time.process_time() - self.own
-        known = busy is not None and self.busy is not None
-        self.other_cores = max(0.0, (busy - self.busy - own) / self.seconds) if known else None
+        self.seconds = time.perf_counter() - self.start
+        self.other_cores = self.sampler.mark()
         self.load_after = os.getloadavg()[0]
 
 
@@ -213,11 +231,12 @@ def read_csv(path: Path, embeddings: Embeddings) -> TextDataset:
     return load_dataset(path, is_known=embeddings.__contains__)
 
 
-def train_default(dataset: TextDataset, embeddings: Embeddings, **overrides: Any) -> tuple[Trainer, TrainResult, float]:
+def train_default(dataset: TextDataset, embeddings: Embeddings, on_epoch: Callable[..., Any] | None = None,
+                  **overrides: Any) -> tuple[Trainer, TrainResult, float]:
     """Build and run a ``default``-preset Trainer; returns it, its result and run()'s wall seconds."""
     model_cfg, train_cfg = preset("default", **overrides)
     trainer = Trainer(model_cfg, train_cfg, dataset, embeddings)
-    seconds, result = timed(trainer.run)
+    seconds, result = timed(lambda: trainer.run(on_epoch=on_epoch))
     return trainer, result, seconds
 
 
@@ -234,15 +253,21 @@ def bench_train_throughput(quick: bool) -> Section:
     embeddings = embeddings_for(None)
     dataset = read_csv(UCI_CSV, embeddings)
     overrides = {"epochs": 2} if quick else {}
-    trainer, result, wall = train_default(dataset, embeddings, num_threads=2, **overrides)
+    sampler = CpuSampler()
+    trainer, result, wall = train_default(dataset, embeddings, on_epoch=sampler.mark, num_threads=2, **overrides)
     h = result.history
     per_epoch = [e.examples_per_second for e in h.epochs]
+    quiet = [eps for eps, other in zip(per_epoch, sampler.cores, strict=True) if other is not None
+             and other < DISTURBED_CORES]
     s.add("train_rows", len(trainer.train_set))
     s.add("epochs", len(h.epochs))
     s.add("examples_seen", h.examples_seen)
     overall = s.add("examples_per_second_overall", h.examples_per_second, "ex/s")
     median = s.add("examples_per_second_median_epoch", statistics.median(per_epoch), "ex/s")
     s.add("examples_per_second_per_epoch", per_epoch, "ex/s")
+    s.add("other_processes_cores_per_epoch", sampler.cores, "cores")
+    s.add("quiet_epochs", len(quiet))
+    s.add("examples_per_second_median_quiet_epoch", statistics.median(quiet) if quiet else None, "ex/s")
     s.add("train_seconds", h.seconds, "s")
     s.add("run_seconds", wall, "s")
     s.add("examples_per_second_wall", h.examples_seen / wall, "ex/s")
@@ -255,6 +280,8 @@ def bench_train_throughput(quick: bool) -> Section:
                    "the per-epoch validation pass, probe attention snapshots and weight snapshots")
     s.notes.append("examples_per_second_overall_1_thread: the same training with torch.set_num_threads(1), for "
                    "comparison (informative; the goal is for 2 threads)")
+    s.notes.append(f"quiet epochs: those during which other processes used < {DISTURBED_CORES} cores; with 2 "
+                   "threads on 2 cores one busy neighbour slows an epoch by up to 20×")
     return s
 
 
@@ -280,19 +307,20 @@ def glove_float64(embeddings: Embeddings) -> dict[str, np.ndarray]:
 
 def time_torch_seed(epochs: int, dataset: TextDataset, embeddings: Embeddings) -> dict[str, Any]:
     model_cfg, train_cfg = preset("seed", epochs=epochs, num_threads=1)
-    build, trainer = timed(lambda: Trainer(model_cfg, train_cfg, dataset, embeddings))
-    run, result = timed(trainer.run)
+    with CpuMonitor() as cpu:
+        build, trainer = timed(lambda: Trainer(model_cfg, train_cfg, dataset, embeddings))
+        run, result = timed(trainer.run)
     h = result.history
-    return {"build": build, "run": run, "train": h.seconds, "steps": h.examples_seen,
+    return {"build": build, "run": run, "train": h.seconds, "steps": h.examples_seen, "other": cpu.other_cores,
             "loss": h.epochs[-1].train_loss, "trainer": trainer,
             "fast_path": seed_fast_path_applies(trainer.model_config, train_cfg, trainer.device)}
 
 
 def time_numpy_seed(train: Callable[..., list[float]], rows: list[tuple[str, str]], vectors: dict[str, np.ndarray],
                     epochs: int) -> dict[str, Any]:
-    with threadpool_limits(limits=1, user_api="blas"):  # one thread, like torch here
+    with threadpool_limits(limits=1, user_api="blas"), CpuMonitor() as cpu:  # one thread, like torch here
         seconds, losses = timed(lambda: train(rows, vectors, epochs=epochs))
-    return {"run": seconds, "losses": losses}
+    return {"run": seconds, "losses": losses, "other": cpu.other_cores}
 
 
 def bench_seed_vs_numpy(quick: bool) -> Section:
@@ -328,9 +356,9 @@ def bench_seed_vs_numpy(quick: bool) -> Section:
     s.add("numpy_vectorized_us_per_step", 1e6 * vec["run"] / steps_np, "µs")
     speedup = s.add("speedup_vs_numpy", n["run"] / (t["build"] + t["run"]), "×")
     s.add("speedup_vs_numpy_vectorized", vec["run"] / (t["build"] + t["run"]), "×")
-    s.add("torch_run_seconds_all_rounds", [r["run"] for r in rounds["torch"]], "s")
-    s.add("numpy_seconds_all_rounds", [r["run"] for r in rounds["numpy"]], "s")
-    s.add("numpy_vectorized_seconds_all_rounds", [r["run"] for r in rounds["vectorized"]], "s")
+    for key, label in (("torch", "torch_run"), ("numpy", "numpy"), ("vectorized", "numpy_vectorized")):
+        s.add(f"{label}_seconds_all_rounds", [r["run"] for r in rounds[key]], "s")
+        s.add(f"{label}_other_processes_cores_all_rounds", [r["other"] for r in rounds[key]], "cores")
     s.add("torch_final_mean_loss", t["loss"])
     s.add("numpy_final_mean_loss", n["losses"][-1])
     s.add("numpy_vectorized_max_loss_diff", max(abs(a - b) for a, b in zip(n["losses"], vec["losses"], strict=True)))

@@ -34,7 +34,8 @@ def curves(n_keys: int) -> ex.SqrtDkCurves:
 
 
 def reset_inputs() -> None:
-    st.session_state.pop("selfattn_inputs", None)
+    # A data editor keeps its edits in the browser: only a new key gives a fresh one.
+    st.session_state["selfattn_inputs_version"] = st.session_state.get("selfattn_inputs_version", 0) + 1
 
 
 # -- the inputs and the controls every step below uses ---------------------------------------------
@@ -42,7 +43,8 @@ left, right = st.columns([3, 2], gap="large")
 with left:
     st.markdown("**Inputs** · one 3-d vector per token. Edit any number: every matrix below follows.")
     edited = st.data_editor(
-        pd.DataFrame(ex.JOURNEY_INPUTS, index=TOKENS, columns=DIMS), key="selfattn_inputs", num_rows="fixed",
+        pd.DataFrame(ex.JOURNEY_INPUTS, index=TOKENS, columns=DIMS), num_rows="fixed",
+        key=f"selfattn_inputs_{st.session_state.get('selfattn_inputs_version', 0)}",
         column_config={d: st.column_config.NumberColumn(d, format="%.2f", step=0.01, required=True) for d in DIMS},
     )
     st.button("Reset to the post's inputs", key="selfattn_reset", on_click=reset_inputs, icon=":material/restart_alt:")
@@ -90,9 +92,9 @@ with tabs[0]:
     with c2:
         st.markdown(f"**Scores of “{query_token}”{f' × {scale:.4g}' if scale != 1 else ''}"
                     f"{f' × {factor}' if factor > 1 else ''}, three ways** (float32)")
-        st.plotly_chart(xf.number_table({"scores fed to the softmax": row.numpy(), "scores / sum": norms.by_sum.numpy(),
-                                         "naive softmax exp(x) / Σ exp(x)": norms.naive_softmax.numpy(),
-                                         "stable softmax (= torch.softmax)": norms.stable_softmax.numpy()}, TOKENS),
+        st.plotly_chart(xf.number_table({"scores in": row.numpy(), "scores / sum": norms.by_sum.numpy(),
+                                         "naive softmax": norms.naive_softmax.numpy(),
+                                         "stable softmax": norms.stable_softmax.numpy()}, TOKENS),
                         key="selfattn_normalizations")
         if not np.isfinite(norms.naive_softmax.numpy()).all():
             st.caption(f"**The naive softmax broke:** the largest score is {row.max().item():.1f}, and `exp` of "
@@ -118,7 +120,8 @@ with tabs[0]:
         terms = [rf"{a:.4f}\,x^{{({j + 1})}}" for j, a in enumerate(steps.weights[q].tolist())]
         z_values = ", ".join(f"{v:.4f}" for v in steps.output[q].tolist())
         st.latex(rf"""\begin{{aligned}} z^{{({q + 1})}} &= \textstyle\sum_j \alpha_{{{q + 1}j}}\, x^{{(j)}} \\
-                 &= {" + ".join(terms[:3])} \\ &\quad + {" + ".join(terms[3:])} \\ &= [{z_values}] \end{{aligned}}""")
+                 &= {terms[0]} + {terms[1]} \\ &\quad + {terms[2]} + {terms[3]} \\ &\quad + {terms[4]} + {terms[5]} \\
+                 &= [{z_values}] \end{{aligned}}""")
     c2.plotly_chart(xf.matrix(steps.output.numpy(), TOKENS, DIMS, highlight=q, title="context vectors Z = A X  (6 × 3)"),
                     key="selfattn_context")
     with st.expander("The code that computed every number above"):
@@ -161,20 +164,24 @@ with tabs[1]:
 
     st.subheader("Two classes, two initialisations")
     v = ex.compare_v1_v2(x)
-    c1, c2 = st.columns(2, gap="large")
-    c1.plotly_chart(xf.matrix(v.v1_output.numpy(), TOKENS, pairs, title="SelfAttentionV1 · torch.manual_seed(123)"),
+    c1, c2, c3 = st.columns(3, gap="large")
+    c1.plotly_chart(xf.matrix(v.v1_output.numpy(), TOKENS, pairs, title="SelfAttentionV1 · manual_seed(123)"),
                     key="selfattn_v1")
-    c2.plotly_chart(xf.matrix(v.v2_output.numpy(), TOKENS, pairs, title="SelfAttentionV2 · torch.manual_seed(789)"),
+    c2.plotly_chart(xf.matrix(v.v2_output.numpy(), TOKENS, pairs, title="SelfAttentionV2 · manual_seed(789)"),
                     key="selfattn_v2")
+    c3.caption("Both classes as the post runs them, on the inputs above (always T = 1 and scaled). V1 draws the same "
+               "three matrices as the steps above, so it returns the same context vectors; V2 starts from other "
+               "weights, hence other numbers.")
     st.markdown(
         "Both compute the same thing; only the starting weights differ. **V1** draws them with `torch.rand`: uniform on "
-        "[0, 1), all positive, the same range whatever the input width. Each query entry then sums d_in terms that "
-        "never cancel, so queries and keys grow with the width, the scores grow with its square, and the softmax "
-        "starts out nearly one-hot, where its gradient is close to 0. **V2** uses `nn.Linear`, whose weights "
-        "are drawn from U(−1/√d_in, 1/√d_in) (Kaiming-uniform): centred on 0, and narrower as the layer gets wider, "
-        "so the projections keep about the spread of their inputs at any width, the weights start out soft and "
-        "training can move them. (`nn.Linear` stores its weight as d_out × d_in and computes x Wᵀ.) With three inputs "
-        "it hardly matters; the table shows wider layers, on N(0, 1) inputs:"
+        "[0, 1), all positive, with the same range whatever the input width. A query entry sums d_in inputs times such "
+        "weights, so it grows with the width (as √d_in for zero-mean inputs, as d_in for all-positive ones like the "
+        "post's); a score multiplies two such vectors and grows faster than dividing by √d_k can undo, so the softmax "
+        "starts out nearly one-hot, where its gradient is close to 0 and learning stalls. **V2** uses `nn.Linear`, "
+        "whose weights are drawn from U(−1/√d_in, 1/√d_in) (Kaiming-uniform): centred on 0 and narrower as the layer "
+        "gets wider, so a projection keeps about the spread of its inputs at any width (std ≈ 1/√3 ≈ 0.58 below) and "
+        "the weights start soft, where training can move them. (`nn.Linear` stores its weight as d_out × d_in and "
+        "computes x Wᵀ.) With three inputs it hardly matters; the table shows wider layers, on N(0, 1) inputs:"
     )
     st.dataframe(pd.DataFrame(ex.init_spread()), hide_index=True,
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in

@@ -27,7 +27,9 @@ st.caption("In cross-attention the queries come from one sequence and the keys a
 
 
 def shape_rows(steps: list[ex.ShapeStep]) -> pd.DataFrame:
-    return pd.DataFrame([(s.step, s.formula, " × ".join(map(str, s.shape))) for s in steps], columns=["step", "formula", "shape"])
+    shapes = ["\u00a0×\u00a0".join(map(str, s.shape)) for s in steps]  # no-break spaces: "13 × 10" on one line
+    return pd.DataFrame([(s.step, s.formula, shape) for s, shape in zip(steps, shapes, strict=True)],
+                        columns=["step", "formula", "shape"])
 
 
 tabs = st.tabs(["1 · One-hot words (NumPy, seed 57)", "2 · Shapes of cross-attention", "3 · Your sentences and masks"])
@@ -46,8 +48,8 @@ with tabs[0]:
     )
     st.latex(r"\mathrm{attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V, \qquad "
              r"Q = X_\mathrm{out} W_Q,\; K = X_\mathrm{in} W_K,\; V = X_\mathrm{in} W_V,\; d_k = 10")
-    word = st.selectbox("Output word to follow", range(len(out_labels)), format_func=out_labels.__getitem__,
-                        key="cross_output_word")
+    word = st.columns([1, 2])[0].selectbox("Output word to follow", range(len(out_labels)), format_func=out_labels.__getitem__,
+                                           key="cross_output_word")
     c1, c2 = st.columns(2, gap="large")
     with c1:
         st.markdown("**Shapes, step by step** (read off the arrays)")
@@ -80,7 +82,8 @@ with tabs[1]:
     st.markdown("The *TL;DR on attention* post: find a contextual embedding of X (one token, or l tokens, of size "
                 "d_x = 10) from a context Z of n = 7 tokens of size d_z = 13. The queries and keys meet in an "
                 "attention space of d_q = 15; the values, and so the result, have d = 25 dimensions.")
-    length = st.slider("Length l of X", 1, 8, 1, key="cross_len")
+    c1, _ = st.columns([1, 2])
+    length = c1.slider("Length l of X (1 = one token, as in the post's first example)", 1, 8, 1, key="cross_len")
     shaped = ex.cross_attention_shapes(length)
     s = shaped.steps
     real = {"X": shaped.x.shape, "Z": shaped.z.shape, "W_Q": shaped.w_q.shape, "W_K": shaped.w_k.shape,
@@ -126,8 +129,9 @@ with tabs[2]:
     c2.markdown(
         f"Queries are the {emb.dim}-d GloVe vectors of A's words, keys and values those of B's: no trained "
         f"projections, so a weight is softmax(a · b / √{emb.dim}) over B's words. Each row sums to 1.\n\n"
-        "Without learned W_Q and W_K the dot product mixes meaning and length: frequent little words have short "
-        "vectors and draw less attention. A trained model learns projections that pick what to match on."
+        "Without learned W_Q and W_K the score is plain GloVe similarity: words look at words used in similar "
+        "contexts (in the example, *apple* and *sweet* at *fruit*; *the*, *was*, *and* at *we*, *are*, *for*). "
+        "A trained model learns projections that choose what to match on."
     )
 
     st.subheader("Masks")
@@ -137,12 +141,15 @@ with tabs[2]:
     keys_from = c2.radio("Keys and values", ["sentence B (cross)", "sentence A (self)"], key="cross_keys_from")
     n_pad = c3.slider("Pad the keys with <pad> tokens", 0, 5, 2, key="cross_pad",
                       help="As in a batch where this sequence is shorter than the longest one. A pad is a zero vector.")
-    masked = ex.glove_attention(sent_a, sent_b if keys_from.startswith("sentence B") else sent_a, n_pad=n_pad, mask=kind)
+    self_attention = keys_from.startswith("sentence A")
+    masked = ex.glove_attention(sent_a, sent_a if self_attention else sent_b, n_pad=n_pad, mask=kind)
     w = masked.steps.weights
     m1, m2, m3 = st.columns(3)
     m1.metric("Masked entries", masked.n_masked, border=True)
     m2.metric("Masked entries that are exactly 0.0", masked.n_masked_exactly_zero, border=True)
-    m3.metric("Largest |row sum − 1|", f"{(masked.row_sums - 1).abs().max().item():.1e}", border=True)
+    worst = (masked.row_sums - 1).abs().max().item()
+    m3.metric("Largest |row sum − 1|", f"{worst:.1e}" if worst else "0", border=True,
+              help="float32 rounding leaves at most a few units of 1e-7.")
     c1, c2 = st.columns([3, 2], gap="large")
     c1.markdown(f"**Mask: {kind}** · grey cells are masked")
     c1.plotly_chart(xf.masked_heatmap(w.numpy(), masked.mask.numpy(), masked.query_tokens, masked.key_tokens),
@@ -161,16 +168,16 @@ with tabs[2]:
         "padding": "The pad keys are set to −∞ before the softmax, so their weights are exactly 0 and the real "
                    "keys share all of the weight.",
         "causal": "Query i sees keys 0…i only (seed 004's “uni-directional” attention, as in a decoder that must not "
-                  "look ahead). It is meant for self-attention: pick sentence A as the keys.",
+                  "look ahead)." + ("" if self_attention else " It is meant for self-attention: pick sentence A as the keys."),
         "padding + causal": "Both at once, as in a batch of decoder inputs: no looking ahead, and no pads.",
     }
     st.caption(notes[kind])
     fm = ex.fully_masked_row()
     with st.expander("A row with every key masked: all zeros, no NaN"):
-        st.markdown("If a query may see no key at all (say a pad query under a padding mask), the softmax of a row "
-                    "of −∞ is 0 / 0 = NaN, and a NaN spreads through every later sum and gradient. `attention_steps` "
-                    "gives such a row all-zero weights and a zero output instead. Three journey tokens, the third "
-                    "with every key masked:")
+        st.markdown("If a query may see no key at all (an empty sequence in a batch, or a left pad under padding + "
+                    "causal masks), the softmax of a row of −∞ is 0 / 0 = NaN, and a NaN spreads through every later "
+                    "sum and gradient. `attention_steps` gives such a row all-zero weights and a zero output instead. "
+                    "Three journey tokens, the third with every key masked:")
         t = ex.JOURNEY_TOKENS[:3]
         c1, c2 = st.columns(2)
         c1.plotly_chart(xf.number_table({f"{q}: attention_steps": row.numpy() for q, row in zip(t, fm.weights, strict=True)}

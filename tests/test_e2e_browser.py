@@ -74,9 +74,27 @@ def test_train_upload_start_watch_finish_then_inspect(server):
         page.wait_for_function(
             "t => !document.body.innerText.includes(t)", arg=first.split(" · ")[1], timeout=60_000
         )  # the progress line moved on: the page updates while training runs
+        nav = page.get_by_test_id("stSidebarNav")  # switch pages in the same session: training goes on
+        nav.get_by_role("link", name="app").click()
+        main.get_by_text("Prediction:").wait_for()
+        nav.get_by_role("link", name="Train").click()
+        main.get_by_text(re.compile(r"epoch \d+/400")).first.wait_for()
         main.get_by_text(re.compile("Training (finished|stopped)")).wait_for(timeout=180_000)
         main.get_by_text("Validation accuracy", exact=True).wait_for()
         shot(page, "train_done")
         page.goto(f"{server}/Inspect")
         page.get_by_test_id("stMain").get_by_text("L1 · H1").first.wait_for()
         shot(page, "inspect")
+
+
+PAGES = ["Train", "Inspect", "Self_attention", "Cross_attention_and_masks", "Backpropagation", "Seed_experiment"]
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_opens_with_its_first_figure(server, name):
+    with browser_page() as page:
+        page.goto(f"{server}/{name}")
+        main = page.get_by_test_id("stMain")
+        main.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
+        assert not main.get_by_test_id("stException").count()
+        shot(page, f"page_{name}")

@@ -7,6 +7,7 @@ explainers need: a highlighted query row, tables that show ``inf`` and ``nan`` a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -58,9 +59,9 @@ def number_table(values: Mapping[str, Sequence[float]], cols: Sequence[str], *, 
         header={"values": ["", *cols, "sum"], "fill_color": "#f0f2f6", "align": "center", "font": {"size": 13}},
         cells={"values": [names, *text], "fill_color": [["white"] * len(names), *fill], "align": ["left", "center"],
                "font": {"color": [["#222"] * len(names), *font], "size": 13}, "height": 28},
-        columnwidth=[2.6] + [1] * (len(cols) + 1),
+        columnwidth=[max(2.0, max(map(len, names)) / 9)] + [1] * (len(cols) + 1),
     ))  # fmt: skip
-    fig.update_layout(template=TEMPLATE, height=36 + 30 * (len(names) + 1), margin={"l": 0, "r": 0, "t": 4, "b": 0})
+    fig.update_layout(template=TEMPLATE, height=20 + 30 * (len(names) + 1), margin={"l": 0, "r": 0, "t": 4, "b": 0})
     return fig
 
 
@@ -128,6 +129,11 @@ _ARROWS = [("X", "W_Q"), ("W_Q", "Q"), ("Z", "W_K"), ("Z", "W_V"), ("W_K", "K"),
 _COLORS = {"input": "#eef1f6", "weight": "#fff1dc", "tensor": "#e3eefa", "attention": "#e2f3e4"}
 
 
+def _sub(text: str) -> str:
+    """W_Q → W<sub>Q</sub>, d_x → d<sub>x</sub>."""
+    return re.sub(r"_(\w+)", r"<sub>\1</sub>", text)
+
+
 def shape_diagram(shapes: Mapping[str, Sequence[int]]) -> go.Figure:
     """Seed 004's cross-attention as boxes and arrows, each box with its real shape.
 
@@ -139,8 +145,8 @@ def shape_diagram(shapes: Mapping[str, Sequence[int]]) -> go.Figure:
         real = " × ".join(str(n) for n in shapes[name])
         fig.add_shape(type="rect", x0=x - w / 2, x1=x + w / 2, y0=y - h / 2, y1=y + h / 2, line={"color": "#888"},
                       fillcolor=_COLORS[kind], layer="below")
-        fig.add_annotation(x=x, y=y, showarrow=False, align="center", font={"size": 13},
-                           text=f"<b>{_TITLES.get(name, name)}</b><br>{symbolic}<br><b>{real}</b>")
+        fig.add_annotation(x=x, y=y, showarrow=False, align="center", font={"size": 13, "color": "#222"},
+                           text=f"<b>{_sub(_TITLES.get(name, name))}</b><br>{_sub(symbolic)}<br><b>{real}</b>")
     for src, dst in _ARROWS:
         (x0, y0, *_), (x1, y1, *_) = _DIAGRAM[src], _DIAGRAM[dst]
         fig.add_annotation(x=x1 - w / 2, y=y1, ax=x0 + w / 2, ay=y0, xref="x", yref="y", axref="x", ayref="y", text="",
