@@ -66,10 +66,10 @@ def attention_steps(
     else:
         if mask.dtype != torch.bool:
             raise ValueError(f"mask must be boolean (True = may attend), got {mask.dtype}")
-        try:
-            torch.broadcast_shapes(mask.shape, scaled.shape)
-        except RuntimeError as err:
-            raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to scores {tuple(scaled.shape)}") from err
+        # A hand-written broadcast check: torch.broadcast_shapes imports sympy on first use (0.3 s).
+        trailing = zip(reversed(mask.shape), reversed(scaled.shape), strict=False)
+        if mask.dim() > scaled.dim() or any(m not in (1, s) for m, s in trailing):
+            raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to scores {tuple(scaled.shape)}")
         masked = scaled.masked_fill(~mask, float("-inf"))
         # A row with no allowed key would be softmax(all −∞) = NaN, and NaN poisons gradients
         # even after a later fill; give such rows finite inputs, then zero them.
@@ -155,8 +155,9 @@ class MultiHeadAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         # The explicit path is also the fast one here: on CPU, F.scaled_dot_product_attention
         # with a boolean mask was ~20× slower forward+backward at these sizes (benchmarks/).
-        weights = attention_steps(q, k, v, mask=mask).weights  # (B, H, T, S)
-        attended = (F.dropout(weights, p) if p else weights) @ v  # (B, H, T, Dh)
+        steps = attention_steps(q, k, v, mask=mask)
+        weights = steps.weights  # (B, H, T, S)
+        attended = F.dropout(weights, p) @ v if p else steps.output  # (B, H, T, Dh)
         b, _, t, _ = attended.shape
         out = attended.transpose(1, 2).reshape(b, t, self.d_model)  # (B, T, D)
         return self.out_proj(out), weights if need_weights else None

@@ -13,14 +13,14 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import torch
 import torch.nn.functional as F
 
 from attention_core.backprop import SeedKernel, seed_fast_path_applies
 from attention_core.data import TextDataset
-from attention_core.embeddings import Embeddings
+from attention_core.embeddings import Embeddings, load_embeddings
 from attention_core.encoding import TextEncoder
 from attention_core.errors import ConfigError, DataError
 from attention_core.metrics import classification_metrics
@@ -228,6 +228,8 @@ class Trainer:
     ) -> None:
         self.train_config = tc = train_config
         self.device = torch.device(device)
+        if tc.vocab_limit != embeddings.source.limit:  # the config decides the vocabulary, not the caller's table
+            embeddings = load_embeddings(replace(embeddings.source, limit=tc.vocab_limit))
         self.train_set, self.val_set = dataset.split(tc.val_fraction, tc.seed)
         probes = list(tc.probes) or list(self.val_set.texts[:3] or self.train_set.texts[:3])
         self.encoder = TextEncoder.build(
@@ -447,7 +449,8 @@ class Trainer:
             if h.status == "diverged" or seen == 0:
                 break
             # An epoch whose weights went non-finite is a divergence too (caught before it is kept).
-            if not all(torch.isfinite(p).all() for p in model.parameters()):
+            trained = [kernel.w_qkv] if kernel is not None else [p for p in model.parameters() if p.requires_grad]
+            if not all(bool(torch.isfinite(p).all()) for p in trained):
                 model.load_state_dict(last_good)
                 h.status, h.message = "diverged", (
                     f"weights became NaN/inf in epoch {epoch} with learning rate {tc.lr:g} — try a lower "
