@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-# isort: off
-import ui.runtime  # noqa: F401 — sets OMP_WAIT_POLICY before torch is imported
-# isort: on
-
 import inspect
 
 import numpy as np

@@ -12,9 +12,7 @@ from attention_core import Embeddings, EmbeddingSource, Run, load_embeddings, lo
 from attention_core.errors import InputError
 from attention_core.runs import list_runs
 
-# One torch thread unless a lone training job asks for two (ui/jobs.py): with several jobs
-# (sessions) and the server sharing two cores, OpenMP threads spin-waiting on each other made
-# training 10-50x slower.
+# One torch thread in the server's script threads too (see ui/jobs.THREADS_PER_JOB).
 torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,17 +23,12 @@ from attention_core.training import EpochRecord, StepEvent
 
 ORPHAN_AFTER = 90.0  # seconds without a heartbeat before a job stops itself (5 s was too short under load)
 log = logging.getLogger(__name__)
-_LIVE: set[int] = set()  # ids of jobs whose thread is training, in this server process
-_LIVE_LOCK = threading.Lock()
-
-
-def _set_threads() -> None:
-    """Two torch threads for a lone job (as fast as the CLI), one each when several train at
-    once: torch's thread count is process-wide, and OpenMP threads of different jobs spinning
-    on the same two cores made training 10-50x slower (measured: see benchmarks/app_latency.py)."""
-    import torch
-
-    torch.set_num_threads(2 if len(_LIVE) <= 1 else 1)
+# One torch thread per training job. torch's thread count is per process (and, with OpenMP,
+# per calling thread), and on two cores shared with the server, the browser and other
+# sessions, two spinning OpenMP threads collapsed 10-20x whenever anything else ran
+# (measured: 5,400 examples/s alone, 340-1,400 beside one busy core; one thread: ~3,700 either
+# way). OMP_WAIT_POLICY=PASSIVE avoided the collapse but halved the quiet speed.
+THREADS_PER_JOB = 1
 
 
 @dataclass
@@ -131,9 +126,9 @@ class TrainingJob:
             self._records.append(vars(rec).copy())
 
     def _work(self) -> None:
-        with _LIVE_LOCK:
-            _LIVE.add(id(self))
-            _set_threads()
+        import torch
+
+        torch.set_num_threads(THREADS_PER_JOB)  # in this thread: OpenMP's setting is per thread
         try:
             result = self.trainer.run(on_step=self._on_step, on_epoch=self._on_epoch)
             run = Run.from_result(result, name=self.name)
@@ -156,10 +151,7 @@ class TrainingJob:
             log.error("training job %s failed:\n%s", self.name, traceback.format_exc())
             with self._lock:
                 self.state, self.message = "failed", f"training failed: {type(err).__name__}: {err}"
-        finally:
-            with _LIVE_LOCK:
-                _LIVE.discard(id(self))
-                _set_threads()
+
 
     def snapshot(self) -> JobSnapshot:
         """A consistent copy of the job's progress, for drawing."""
