@@ -182,14 +182,9 @@ def test_clicking_a_map_in_the_grid_zooms_it(tmp_path: Path) -> None:
         main = page.get_by_test_id("stMain")
         main.get_by_text("L2 · H3").first.wait_for()
         grid = main.locator(".js-plotly-plot").nth(1)  # 0: probabilities, 1: the grid (2 × 5 maps)
-        grid.locator("g.hm").nth(9).wait_for(state="attached")  # all ten maps drawn
+        # The invisible click targets: one scatter trace per map, layer by layer (4 heads + average).
+        cell = grid.locator(".scatterlayer .trace").nth(1 * 5 + 2).locator("path.point").first
+        cell.wait_for(state="attached")
         target = main.get_by_text("Layer 2 · head 3")
-        for _ in range(5):  # plotly may still be laying out on the first click: click until it registers
-            box = grid.bounding_box()
-            page.mouse.click(box["x"] + box["width"] * 0.45, box["y"] + box["height"] * 0.8)
-            try:
-                target.wait_for(timeout=5_000)
-                break
-            except Exception:
-                continue
+        cell.click(force=True)  # force: the marker is transparent on purpose
         target.wait_for()
