@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import streamlit as st
@@ -14,6 +15,9 @@ from attention_core.runs import list_runs
 
 # One torch thread in the server's script threads too (see ui/jobs.THREADS_PER_JOB).
 torch.set_num_threads(1)
+# Training threads are busy Python: hand the GIL over more often (default 5 ms) so the server's
+# event loop (page updates, health checks) waits less behind them.
+sys.setswitchinterval(0.001)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RUN = ROOT / "data" / "default_run"
