@@ -118,7 +118,9 @@ SEED_MODEL = ModelConfig(
     freeze_head=True,
     init="seed",
 )
-DEFAULT_MODEL = ModelConfig()
+# No dropout: best-by-validation-loss weights already stop overfitting here, and dropout cost
+# ~20 % of the throughput for the same accuracy (0.858 vs 0.855 over seeds 0-2; benchmarks/).
+DEFAULT_MODEL = ModelConfig(dropout=0.0)
 
 
 def sinusoidal_table(max_len: int, dim: int) -> Tensor:
