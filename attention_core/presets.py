@@ -14,7 +14,8 @@ PRESETS: dict[str, tuple[ModelConfig, TrainConfig]] = {
 }
 
 PRESET_DESCRIPTIONS = {
-    "default": "a small transformer encoder (2 layers × 4 heads, d=64, sinusoidal positions, fine-tuned GloVe, no dropout, AdamW, 10 epochs) for a CPU",
+    "default": "a small transformer encoder for a CPU: 2 layers × 4 heads, d=64, sinusoidal positions, "
+    "fine-tuned GloVe, no dropout, AdamW, 10 epochs",
     "seed": "the Julia post exactly: GloVe 50d + position index, 1 head, no residual/norm/FFN, "
     "frozen linear head, mean pooling, per-example SGD lr 0.001, 1000 epochs",
 }

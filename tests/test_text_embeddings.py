@@ -101,3 +101,16 @@ def test_core_never_imports_streamlit():
     assert out.stdout.strip() == "False"
     for path in (ROOT / "attention_core").rglob("*.py"):
         assert "import streamlit" not in path.read_text(), path
+
+
+def test_glove_lookups_do_not_wait_for_gensim_but_kv_is_real_keyed_vectors():
+    code = (
+        "import sys, numpy as np\n"
+        "from attention_core import load_embeddings\n"
+        "e = load_embeddings(); v = e.vector('red')\n"
+        "print('gensim' in sys.modules)\n"
+        "from gensim.models import KeyedVectors\n"
+        "print(isinstance(e.kv, KeyedVectors), np.array_equal(e.kv['red'], v), len(e.kv))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True", "True", "400000"]
