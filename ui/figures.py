@@ -63,7 +63,8 @@ def attention_heatmap(
     # subtitle instead of an axis title that would overlap it.
     heading = f"{title}<br><sup>rows: query (attending) · columns: key (attended to)</sup>" if title else None
     fig.update_layout(
-        title={"text": heading, "y": 0.98, "yanchor": "top"} if heading else None,
+        title={"text": heading, "x": 0, "xanchor": "left", "y": 1, "yanchor": "top", "yref": "container",
+               "pad": {"t": 12, "l": 10}} if heading else None,
         template=TEMPLATE,
         height=side,
         margin={"l": 10, "r": 10, "t": 130 if title else 80, "b": 10},
