@@ -6,7 +6,6 @@ literals of ``tests/test_seeds.py`` (copied there from seeds 001 and 002).
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 from pathlib import Path
@@ -20,6 +19,7 @@ from attention_core import examples as ex
 from attention_core.embeddings import load_embeddings
 from attention_core.errors import EmbeddingError, InputError
 from tests import test_seeds as seed
+from tests.apptest_helpers import array, chart
 from tests.test_seeds import assert_printed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -246,20 +246,8 @@ def run_page(path: str) -> AppTest:
     return at
 
 
-def chart(at: AppTest, key: str) -> dict:
-    """The figure JSON of the plotly chart with this key."""
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}")]
-    assert found, f"no chart {key}"
-    return json.loads(found[0].proto.spec)
 
 
-def array(value: list | dict) -> np.ndarray:
-    """A plotly JSON array: a plain list, or a typed array ``{"dtype", "bdata", "shape"}``."""
-    if isinstance(value, dict):
-        data = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = [int(n) for n in str(value.get("shape", len(data))).split(",")]
-        return data.reshape(shape)
-    return np.asarray(value, dtype=float)
 
 
 def z(at: AppTest, key: str, trace: int = 0) -> np.ndarray:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import json
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +12,8 @@ from streamlit.testing.v1 import AppTest
 from attention_core import EmbeddingSource, Run, Trainer, load_dataset, load_embeddings, preset
 from attention_core.backprop import gradient_report, post_code_comparison, seed_forward, seed_inputs, seed_params_float64
 from attention_core.errors import EmbeddingError
+from tests.apptest_helpers import array
+from tests.apptest_helpers import chart as figure
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 90
@@ -112,19 +112,8 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "runs"
 
 
-def figure(at: AppTest, key: str) -> dict:
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}")]
-    assert found, f"no chart {key}"
-    return json.loads(found[0].proto.spec)
 
 
-def array(value: list | dict) -> np.ndarray:
-    """A plotly JSON array: a plain list, or plotly's typed array ``{"dtype", "bdata", "shape"}``."""
-    if isinstance(value, dict):
-        data = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = [int(n) for n in str(value.get("shape", len(data))).split(",")]
-        return data.reshape(shape)
-    return np.asarray(value, dtype=float)
 
 
 def test_backprop_page_checks_every_gradient(runs):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -13,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core import Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, save_run
 from attention_core.model import SEED_MODEL
+from tests.apptest_helpers import array, chart
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "2_Inspect.py")
 KEYS = [
@@ -33,20 +33,8 @@ def page() -> AppTest:
     return at.run()
 
 
-def chart(at: AppTest, key: str) -> dict:
-    """The figure JSON of the plotly chart whose element id ends with ``key``."""
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}")]
-    assert found, f"no chart {key}"
-    return json.loads(found[0].proto.spec)
 
 
-def array(value: list | dict) -> np.ndarray:
-    """A plotly JSON array: a plain list, or plotly's typed array ``{"dtype", "bdata", "shape"}``."""
-    if isinstance(value, dict):
-        data = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = [int(n) for n in str(value.get("shape", len(data))).split(",")]
-        return data.reshape(shape)
-    return np.asarray(value, dtype=float)
 
 
 def widget(at: AppTest, key: str):
