@@ -22,7 +22,7 @@ from attention_core.backprop import SeedKernel, seed_fast_path_applies
 from attention_core.data import TextDataset
 from attention_core.embeddings import Embeddings, load_embeddings
 from attention_core.encoding import TextEncoder
-from attention_core.errors import ConfigError, DataError
+from attention_core.errors import ConfigError, DataError, EmbeddingError
 from attention_core.metrics import classification_metrics
 from attention_core.model import AttentionClassifier, ModelConfig, with_data
 
@@ -166,8 +166,7 @@ class History:
         }
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        return d
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> History:
@@ -248,7 +247,13 @@ class Trainer:
         if self.model_config.positional in ("sinusoidal", "learned") and tc.max_tokens > self.model_config.max_len:
             raise ConfigError(f"max_tokens = {tc.max_tokens} exceeds the model's max_len", "lower max_tokens")
         self.label_names = dataset.label_names
-        self.probes = [p for p in probes if self.encoder.encode(p).ids]
+        self._probes = []  # (text, Encoded, Batch), encoded once; sentences with no known word are skipped
+        for text in probes:
+            try:
+                self._probes.append((text, *self.encoder.encode_for_model(text)))
+            except EmbeddingError:
+                continue
+        self.probes = [text for text, _, _ in self._probes]
         self._train = self._encode(self.train_set)
         self._val = self._encode(self.val_set)
         if not self._train[0]:
@@ -263,6 +268,11 @@ class Trainer:
         self._running = threading.Event()
         self._running.set()
         self._idle = threading.Event()  # set while the worker is actually waiting in a pause
+
+    @property
+    def n_train_rows(self) -> int:
+        """Training rows the model learns from (rows with no known word are left out)."""
+        return len(self._train[0])
 
     def _encode(self, ds: TextDataset) -> tuple[list[tuple[int, ...]], list[int]]:
         ids, labels = [], []
@@ -343,10 +353,7 @@ class Trainer:
         was_training = self.model.training
         self.model.eval()
         sentences = []
-        for text in self.probes:
-            enc, batch = self.encoder.encode_for_model(text) if self._has_known(text) else (None, None)
-            if enc is None:
-                continue
+        for text, enc, batch in self._probes:
             extra = batch.extra.to(self.device) if batch.extra is not None else None
             logits, attn = self.model(batch.ids.to(self.device), batch.mask.to(self.device), extra)
             sentences.append(
@@ -359,10 +366,6 @@ class Trainer:
             )
         self.history.probes.append({"epoch": epoch, "sentences": sentences})
         self.model.train(was_training)
-
-    def _has_known(self, text: str) -> bool:
-        enc = self.encoder.encode(text)
-        return bool(enc.ids) and any(i != 1 for i in enc.ids)
 
     def run(
         self,

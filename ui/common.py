@@ -68,7 +68,8 @@ def get_run(path: Path) -> Run:
     cache = st.session_state.setdefault("loaded_runs", {})
     key = (str(path), (path / "model.safetensors").stat().st_mtime_ns)
     if key not in cache:
-        cache.clear() if len(cache) > 4 else None
+        if len(cache) > 4:  # keep a session's memory bounded when it opens many runs
+            cache.clear()
         cache[key] = load_run(path)
     return cache[key]
 

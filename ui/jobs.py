@@ -160,7 +160,7 @@ class TrainingJob:
             records = list(self._records)
             epochs = self.trainer.train_config.epochs
             rate = self._examples_seen / self._seconds if self._seconds > 0 else 0.0
-            total = epochs * len(self.trainer._train[0])
+            total = epochs * self.trainer.n_train_rows
             eta = (total - self._examples_seen) / rate if rate > 0 else None
             done = self.done
             state = self.state
