@@ -7,6 +7,7 @@ import streamlit as st
 from attention_core import Trainer
 from attention_core.data import detect_columns, load_dataset, read_table
 from attention_core.errors import InputError
+from attention_core.training import DEFAULT_TRAIN
 from ui import train_views
 from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, page_setup, runs_dir
 from ui.forms import hyperparameter_form
@@ -58,7 +59,7 @@ try:
 except InputError as err:
     st.error(f"{err}")
     st.stop()
-train_views.data_report(dataset, table, max_tokens=64)
+train_views.data_report(dataset, table, max_tokens=DEFAULT_TRAIN.max_tokens)
 
 # -- 2. hyperparameters and controls ------------------------------------------------------------------
 st.header("2 · Train")
