@@ -146,6 +146,10 @@ class Embeddings:
         self.size = min(len(words), source.limit) if source.limit else len(words)
         self.dim = int(vectors.shape[1])
 
+    def __reduce__(self):
+        """Pickle as the source: another process loads (and caches) the table itself."""
+        return load_embeddings, (self.source,)
+
     @classmethod
     def from_keyed_vectors(cls, kv: KeyedVectors, source: EmbeddingSource) -> Embeddings:
         return cls(source, kv.index_to_key, kv.key_to_index, kv.vectors, kv)

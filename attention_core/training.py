@@ -269,6 +269,19 @@ class Trainer:
         self._running.set()
         self._idle = threading.Event()  # set while the worker is actually waiting in a pause
 
+    def __getstate__(self) -> dict:
+        """A trainer that has not run yet pickles (the app trains it in another process); the
+        thread controls do not travel, and the embedding table travels as its source."""
+        state = self.__dict__.copy()
+        for name in ("_stop", "_running", "_idle"):
+            del state[name]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._stop, self._running, self._idle = threading.Event(), threading.Event(), threading.Event()
+        self._running.set()
+
     @property
     def n_train_rows(self) -> int:
         """Training rows the model learns from (rows with no known word are left out)."""

@@ -8,12 +8,13 @@ from attention_core import Trainer
 from attention_core.data import detect_columns, load_dataset, read_table
 from attention_core.errors import InputError
 from attention_core.training import DEFAULT_TRAIN
-from ui import train_views
+from ui import jobs, train_views
 from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, page_setup, runs_dir
 from ui.forms import hyperparameter_form
 from ui.jobs import TrainingJob
 
 page_setup("Train", ":material/model_training:")
+jobs.warm_up()  # the process that trains jobs: started once per server, ready before Start is clicked
 st.title("Train a model")
 
 
@@ -80,7 +81,7 @@ except InputError as err:
 
 def on_pause() -> None:
     j = st.session_state["train_job"]
-    j.resume() if j.trainer.paused else j.pause()
+    j.resume() if j.paused else j.pause()
 
 
 def on_stop() -> None:
@@ -95,7 +96,7 @@ def on_reset() -> None:
 
 if job is not None:
     b1, b2, b3 = st.columns(3)
-    paused = job.trainer.paused
+    paused = job.paused
     b1.button("Resume" if paused else "Pause", icon=":material/play_arrow:" if paused else ":material/pause:",
               on_click=on_pause, disabled=not running, key="train_pause", use_container_width=True)
     b2.button("Stop", icon=":material/stop:", on_click=on_stop, disabled=not running, key="train_stop",

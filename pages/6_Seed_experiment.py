@@ -15,10 +15,12 @@ from attention_core.errors import InputError
 from attention_core.runs import safe_name
 from attention_core.training import SEED_TRAIN
 from ui import figures
+from ui import jobs as training_jobs
 from ui.common import ROOT, embeddings, page_setup, runs_dir
 from ui.jobs import TrainingJob
 
 page_setup("Seed experiment", ":material/science:")
+training_jobs.warm_up()
 st.title("The seed's experiment")
 st.caption(
     "The seed post trains its model on 39 product reviews (small.csv) for 1000 epochs of per-example SGD, keeping the "

@@ -1,11 +1,16 @@
-"""The app's training job: a thread that saves its run, and stops itself when its page is gone."""
+"""The app's training job: a process that reports progress, saves its run, and stops itself when its
+page or its server is gone."""
 
 from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
 
 import pytest
 
 from attention_core import ModelConfig, TrainConfig, Trainer, dataset_from_lists, load_embeddings, load_run
-from ui import jobs
 from ui.jobs import TrainingJob
 
 TEXTS = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"]
@@ -13,13 +18,13 @@ LABELS = ["pos", "pos", "pos", "neg", "neg", "neg"]
 TINY = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32, dropout=0.0)
 
 
-def make_job(tmp_path, epochs: int, name: str = "job") -> TrainingJob:
+def make_job(tmp_path, epochs: int, name: str = "job", **kwargs) -> TrainingJob:
     trainer = Trainer(TINY, TrainConfig(epochs=epochs, batch_size=2, val_fraction=0.0),
                       dataset_from_lists(TEXTS, LABELS), load_embeddings())
-    return TrainingJob(trainer, tmp_path, name)
+    return TrainingJob(trainer, tmp_path, name, **kwargs)
 
 
-def test_job_trains_in_a_thread_and_saves_its_run(tmp_path):
+def test_job_trains_in_its_own_process_and_saves_its_run(tmp_path):
     job = make_job(tmp_path, epochs=3)
     job.start()
     job.join(60)
@@ -27,28 +32,30 @@ def test_job_trains_in_a_thread_and_saves_its_run(tmp_path):
     assert snap.done and snap.state == "finished" and snap.progress == 1.0
     assert [r["epoch"] for r in snap.epoch_records] == [1, 2, 3]
     assert snap.run_path == tmp_path / "job"
+    assert len(snap.step_losses) == 3 * 3  # every step's loss reached the page (6 rows, batches of 2)
+    assert snap.probe is not None and snap.probe["epoch"] == 3
+    assert job.run is not None and [e.epoch for e in job.run.history.epochs] == [1, 2, 3]
     assert load_run(snap.run_path).predict("a great movie").label in ("pos", "neg")
 
 
-def test_orphaned_job_stops_itself_and_keeps_what_it_learned(tmp_path, monkeypatch):
-    monkeypatch.setattr(jobs, "ORPHAN_AFTER", 0.0)  # every step now looks like a closed tab
-    job = make_job(tmp_path, epochs=100_000)
+def test_orphaned_job_stops_itself_and_keeps_what_it_learned(tmp_path):
+    job = make_job(tmp_path, epochs=100_000, orphan_after=0.0)  # no heartbeat is ever recent enough
     job.start()
     job.join(60)
     assert job.done and job.state == "stopped"
-    assert len(job.trainer.history.epochs) < 100_000
+    assert len(job.snapshot().epoch_records) < 100_000
     # Stopped mid-first-epoch: nothing complete to keep, so nothing half-written either.
     saved = list(tmp_path.iterdir())
     assert saved == [] or (saved == [tmp_path / "job"] and load_run(saved[0]))
 
 
-def test_a_heartbeat_keeps_the_job_alive(tmp_path, monkeypatch):
-    monkeypatch.setattr(jobs, "ORPHAN_AFTER", 3600.0)
-    job = make_job(tmp_path, epochs=4)
-    job.heartbeat()
+def test_heartbeats_keep_the_job_alive(tmp_path):
+    job = make_job(tmp_path, epochs=400, orphan_after=1.5)
     job.start()
-    job.join(60)
-    assert job.state == "finished" and len(job.trainer.history.epochs) == 4
+    while not job.done:  # the page's fragment: a heartbeat on every poll (at most one a second is sent)
+        job.heartbeat()
+        job.join(0.2)
+    assert job.state == "finished" and len(job.snapshot().epoch_records) == 400
 
 
 def test_a_second_run_with_the_same_name_gets_its_own_folder(tmp_path):
@@ -65,8 +72,39 @@ def test_controls_reach_the_trainer(tmp_path, action):
     job.start()
     getattr(job, action)()
     if action == "pause":
-        assert job.trainer.wait_until_paused(60)
-        assert job.snapshot().state == "paused"
+        assert job.wait_until_paused(60)  # the process reported that it stopped stepping
+        seen = job.snapshot().step_losses
+        assert job.snapshot().state == "paused" and job.paused
+        job.join(0.5)
+        assert job.snapshot().step_losses == seen and job.alive  # no step while paused
+        job.resume()
+        while len(job.snapshot().step_losses) == len(seen):
+            job.join(0.05)
         job.stop()
     job.join(60)
     assert job.done and job.state == "stopped"
+
+
+def test_a_job_whose_server_is_gone_stops_and_saves_its_run(tmp_path):
+    job = make_job(tmp_path, epochs=100_000)
+    job.start()
+    while len(job.snapshot().epoch_records) < 2:
+        job.join(0.05)
+    # What the process sees when the server exits or crashes: its end of the socket closes.
+    process = os.pidfd_open(job.pid)  # readable once the process has exited
+    socket.socket(fileno=os.dup(job._conn.fileno())).shutdown(socket.SHUT_RDWR)
+    assert select.select([process], [], [], 60)[0], "the training process did not exit"
+    job.join(60)
+    saved = load_run(tmp_path / "job")
+    assert saved.history.status == "stopped" and len(saved.history.epochs) >= 2
+
+
+def test_a_crashed_process_is_reported_not_hung(tmp_path):
+    job = make_job(tmp_path, epochs=100_000)
+    job.start()
+    while not job.snapshot().step_losses:
+        job.join(0.05)
+    os.kill(job.pid, signal.SIGKILL)
+    job.join(60)
+    assert job.done and job.state == "failed"
+    assert "ended unexpectedly" in job.message

@@ -1,34 +1,113 @@
-"""A training job: a ``Trainer`` in a background thread, watched by a browser session.
+"""A training job: a ``Trainer`` trained in its own process, watched by a browser session.
 
-The thread never calls Streamlit. It updates this object under a lock; the page's
-fragment polls :meth:`TrainingJob.snapshot` twice a second and redraws. Each poll is a
-heartbeat: a job whose tab was closed (no heartbeat for ``ORPHAN_AFTER`` seconds) stops
-itself, and — like every finished, stopped or diverged job — saves its run to disk, so
-nothing trained is lost.
+The page builds a :class:`~attention_core.Trainer` (so a bad setting fails at once, with its
+hint) and hands it to a :class:`TrainingJob`, which sends it to a process forked by the job
+host (:mod:`ui.job_worker`: torch, ``attention_core`` and GloVe already loaded, so a job starts
+in milliseconds). Why a process: on two cores, a training thread inside the Streamlit server
+held the GIL for most of each step, so the server's event loop (page updates, health checks,
+other sessions) waited behind it; with four sessions training, health checks took up to half
+a second.
+
+Messages on the job's connection (pickled tuples):
+
+* page → job: ``"pause"``, ``"resume"``, ``"stop"``, ``"heartbeat"``;
+* job → page: ``("started", pid)``, ``("progress", epoch, step_in_epoch, steps_per_epoch, examples_seen, seconds,
+  new_step_losses)`` at most every 0.1 s, ``("epoch", record)``, ``("probe", record)``,
+  ``("idle", paused)``, and last ``("end", status, message, run_path)`` or ``("failed", message)``.
+
+A thread in the server (one per job, asleep in ``recv``) folds these into the job object; the
+page's fragment polls :meth:`TrainingJob.snapshot` twice a second. Every poll is a heartbeat: a
+job whose tab was closed (no heartbeat for ``orphan_after`` seconds) stops itself, and so does
+a job whose server went away. Every finished, stopped or diverged job saves its run to disk
+before it ends, so nothing trained is lost.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import logging
+import pickle
+import secrets
+import subprocess
+import sys
+import tempfile
 import threading
 import time
-import traceback
 from dataclasses import dataclass, field
+from multiprocessing.connection import Client, Connection
 from pathlib import Path
 
-from attention_core import Run, Trainer, save_run
+from attention_core import Run, Trainer, load_run
 from attention_core.errors import InputError
-from attention_core.runs import safe_name
-from attention_core.training import EpochRecord, StepEvent
+from attention_core.training import TrainConfig
 
 ORPHAN_AFTER = 90.0  # seconds without a heartbeat before a job stops itself (5 s was too short under load)
-log = logging.getLogger(__name__)
-# One torch thread per training job. torch's thread count is per process (and, with OpenMP,
-# per calling thread), and on two cores shared with the server, the browser and other
-# sessions, two spinning OpenMP threads collapsed 10-20x whenever anything else ran
+HEARTBEAT_EVERY = 1.0  # the page sends at most one heartbeat a second
+HOST_START_TIMEOUT = 120.0  # importing torch on a busy machine
+# One torch thread per training job. On two cores shared with the server, the browser and
+# other sessions, two spinning OpenMP threads collapsed 10-20x whenever anything else ran
 # (measured: 5,400 examples/s alone, 340-1,400 beside one busy core; one thread: ~3,700 either
 # way). OMP_WAIT_POLICY=PASSIVE avoided the collapse but halved the quiet speed.
 THREADS_PER_JOB = 1
+ROOT = Path(__file__).resolve().parents[1]
+log = logging.getLogger(__name__)
+
+
+class JobHost:
+    """The ``python -m ui.job_worker`` process that forks the training jobs; one per server."""
+
+    _lock = threading.Lock()
+    _current: JobHost | None = None
+
+    def __init__(self) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="attention-jobs-")
+        self.address = str(Path(self._dir.name) / "host.sock")
+        self.authkey = secrets.token_bytes(32)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "ui.job_worker"], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            start_new_session=True,  # Ctrl+C in the server's terminal is the server's to handle
+        )
+        self.process.stdin.write(f"{self.address}\n{self.authkey.hex()}\n".encode())
+        self.process.stdin.flush()  # stdin stays open: the host exits when it closes (with this server)
+        self.ready = threading.Event()
+        threading.Thread(target=self._wait_ready, name="job-host-start", daemon=True).start()
+
+    def _wait_ready(self) -> None:
+        if self.process.stdout.readline().strip() == b"ready":
+            self.ready.set()
+
+    @classmethod
+    def get(cls) -> JobHost:
+        """The running host, started (again) if needed."""
+        with cls._lock:
+            if cls._current is None or cls._current.process.poll() is not None:
+                cls._current = JobHost()
+            return cls._current
+
+    def connect(self) -> Connection:
+        if not self.ready.wait(HOST_START_TIMEOUT) or self.process.poll() is not None:
+            raise RuntimeError(f"the training process host did not start (exit code {self.process.poll()})")
+        return Client(self.address, family="AF_UNIX", authkey=self.authkey)
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self._dir.cleanup()
+
+
+@atexit.register
+def _close_host() -> None:
+    if JobHost._current is not None:
+        JobHost._current.close()
+
+
+def warm_up() -> None:
+    """Start the job host now, so the first Start click does not wait for torch to import."""
+    JobHost.get()
 
 
 @dataclass
@@ -58,113 +137,177 @@ class JobSnapshot:
 
 @dataclass
 class TrainingJob:
-    trainer: Trainer
+    """Train ``trainer`` in a child process; save the run under ``runs_dir / name`` (never overwriting)."""
+
+    trainer: Trainer | None  # handed to the child on start(); None afterwards (it trains over there)
     runs_dir: Path
     name: str
+    orphan_after: float = ORPHAN_AFTER
+    threads: int = THREADS_PER_JOB
     state: str = "starting"
     message: str = ""
     run_path: Path | None = None
     run: Run | None = None
+    pid: int | None = None  # the training process, once it has started
+    train_config: TrainConfig = field(init=False)
+    n_train_rows: int = field(init=False)
+    _paused: bool = False
     _epoch: int = 0
     _step_in_epoch: int = 0
     _steps_per_epoch: int = 0
     _examples_seen: int = 0
     _seconds: float = 0.0
     _records: list[dict] = field(default_factory=list)
+    _step_losses: list[float] = field(default_factory=list)
+    _probe: dict | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _heartbeat: float = field(default_factory=time.monotonic)
-    _thread: threading.Thread | None = None
+    _send_lock: threading.Lock = field(default_factory=threading.Lock)
+    _idle: threading.Event = field(default_factory=threading.Event)
+    _last_heartbeat: float = 0.0
+    _reader: threading.Thread | None = None
+    _conn: Connection | None = None
+    _stop_asked: bool = False
+
+    def __post_init__(self) -> None:
+        self.train_config = self.trainer.train_config
+        self.n_train_rows = self.trainer.n_train_rows
 
     # -- control (called from the page) -------------------------------------------------------
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._work, name=f"train-{self.name}", daemon=True)
+        """Hand the trainer to a new process; returns at once (the connection is made in the background)."""
         self.state = "running"
-        self._thread.start()
+        self._last_heartbeat = time.monotonic()
+        job, self.trainer = (self.trainer, self.runs_dir, self.name, self.threads, self.orphan_after), None
+        self._reader = threading.Thread(target=self._watch, args=(job,), name=f"watch-{self.name}", daemon=True)
+        self._reader.start()
+
+    def _send(self, command: str) -> None:
+        with self._send_lock:
+            if self._conn is None or self.done:
+                return  # not connected yet: _watch sends what was asked once it is
+            with contextlib.suppress(OSError):  # the process just ended; its last message says how
+                self._conn.send(command)
 
     def pause(self) -> None:
-        self.trainer.pause()
+        self._paused = True
+        self._send("pause")
         with self._lock:
             if self.state == "running":
                 self.state = "paused"
 
     def resume(self) -> None:
-        self.trainer.resume()
+        self._paused = False
+        self._idle.clear()
+        self._send("resume")
         with self._lock:
             if self.state == "paused":
                 self.state = "running"
 
     def stop(self) -> None:
-        self.trainer.stop()
+        self._stop_asked = True
+        self._send("stop")
 
     def heartbeat(self) -> None:
-        self._heartbeat = time.monotonic()
+        now = time.monotonic()
+        if now - self._last_heartbeat >= HEARTBEAT_EVERY:
+            self._last_heartbeat = now
+            self._send("heartbeat")
+
+    @property
+    def paused(self) -> bool:
+        """Pause was asked for (the process stops stepping at its next batch)."""
+        return self._paused
+
+    def wait_until_paused(self, timeout: float | None = None) -> bool:
+        """Block until the process reports it has stopped stepping after :meth:`pause`."""
+        return self._idle.wait(timeout)
 
     def join(self, timeout: float | None = None) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout)
+        if self._reader is not None:
+            self._reader.join(timeout)
 
     @property
     def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._reader is not None and self._reader.is_alive()
 
     @property
     def done(self) -> bool:
-        return self._thread is not None and not self._thread.is_alive()
+        return self._reader is not None and not self._reader.is_alive()
 
-    # -- the worker thread ----------------------------------------------------------------------
-    def _on_step(self, ev: StepEvent) -> None:
-        with self._lock:
-            self._epoch, self._steps_per_epoch = ev.epoch, ev.steps_per_epoch
-            self._step_in_epoch = (ev.step - 1) % ev.steps_per_epoch + 1 if ev.steps_per_epoch else 0
-            self._examples_seen, self._seconds = ev.examples_seen, ev.seconds
-        if time.monotonic() - self._heartbeat > ORPHAN_AFTER:
-            log.warning("training job %s lost its page (no heartbeat for %.0f s): stopping", self.name, ORPHAN_AFTER)
-            self.trainer.stop()
-
-    def _on_epoch(self, rec: EpochRecord) -> None:
-        with self._lock:
-            self._records.append(vars(rec).copy())
-
-    def _work(self) -> None:
-        import torch
-
-        torch.set_num_threads(THREADS_PER_JOB)  # in this thread: OpenMP's setting is per thread
+    # -- the watcher thread (in the server) ---------------------------------------------------
+    def _watch(self, job: tuple) -> None:
+        """Connect to a new job process, send it the job, then fold its messages into this object."""
+        ended = False
         try:
-            result = self.trainer.run(on_step=self._on_step, on_epoch=self._on_epoch)
-            run = Run.from_result(result, name=self.name)
-            if result.history.epochs:  # a run stopped before its first epoch has nothing to keep
-                path = self.runs_dir / safe_name(self.name)
-                n = 2
-                while path.exists():  # never overwrite an earlier run of the same name
-                    path = self.runs_dir / f"{safe_name(self.name)}-{n}"
-                    n += 1
-                save_run(run, path)
-                self.run_path = path
+            conn = JobHost.get().connect()
+            # Plain pickle, not Connection.send: torch registers tensor reductions with
+            # multiprocessing's pickler that pass file descriptors, which a process the job
+            # host forked cannot receive. This copies the (small) tensors instead.
+            conn.send_bytes(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
+        except (OSError, RuntimeError) as err:
+            log.error("training job %s could not start: %s", self.name, err)
             with self._lock:
-                self.run = run
-                self.state = result.history.status
-                self.message = result.history.message
-        except InputError as err:
+                self.state, self.message = "failed", f"the training process could not start: {err}"
+            return
+        del job
+        with self._send_lock:
+            self._conn = conn
+            if self._stop_asked:  # asked for before the connection was there
+                conn.send("stop")
+            elif self._paused:
+                conn.send("pause")
+        try:
+            while not ended:
+                msg = conn.recv()
+                kind = msg[0]
+                with self._lock:
+                    if kind == "started":
+                        self.pid = msg[1]
+                    elif kind == "progress":
+                        (self._epoch, self._step_in_epoch, self._steps_per_epoch, self._examples_seen,
+                         self._seconds) = msg[1:6]
+                        self._step_losses.extend(msg[6])
+                    elif kind == "epoch":
+                        self._records.append(msg[1])
+                    elif kind == "probe":
+                        self._probe = msg[1]
+                    elif kind == "end":
+                        self.state, self.message = msg[1], msg[2]
+                        self.run_path = Path(msg[3]) if msg[3] else None
+                        ended = True
+                    elif kind == "failed":
+                        self.state, self.message, ended = "failed", msg[1], True
+                if kind == "idle":
+                    self._idle.set() if msg[1] else self._idle.clear()
+        except (EOFError, OSError):
+            pass
+        with self._send_lock:
+            conn.close()
+        if self.run_path is not None:
+            try:
+                self.run = load_run(self.run_path)
+            except InputError as err:
+                with self._lock:
+                    self.state, self.message = "failed", f"the run was saved but cannot be read back: {err}"
+        elif not ended:
+            log.error("training job %s: its process ended without a result", self.name)
             with self._lock:
-                self.state, self.message = "failed", str(err)
-        except Exception as err:  # keep the server alive; the page shows the message
-            log.error("training job %s failed:\n%s", self.name, traceback.format_exc())
-            with self._lock:
-                self.state, self.message = "failed", f"training failed: {type(err).__name__}: {err}"
-
+                self.state = "failed"
+                self.message = (
+                    "the training process ended unexpectedly — if the machine is short of memory, try a smaller "
+                    "model or batch size; the server log has details"
+                )
 
     def snapshot(self) -> JobSnapshot:
         """A consistent copy of the job's progress, for drawing."""
-        h = self.trainer.history
         with self._lock:
-            records = list(self._records)
-            epochs = self.trainer.train_config.epochs
+            epochs = self.train_config.epochs
             rate = self._examples_seen / self._seconds if self._seconds > 0 else 0.0
-            total = epochs * self.trainer.n_train_rows
+            total = epochs * self.n_train_rows
             eta = (total - self._examples_seen) / rate if rate > 0 else None
             done = self.done
             state = self.state
-            if state == "running" and self.trainer.paused:
+            if state == "running" and self._paused:
                 state = "paused"
             return JobSnapshot(
                 state=state,
@@ -175,10 +318,12 @@ class TrainingJob:
                 examples_per_second=rate,
                 seconds=self._seconds,
                 eta_seconds=None if done else eta,
-                epoch_records=records,
-                step_losses=list(h.step_losses),
-                probe=h.probes[-1] if h.probes else None,
+                epoch_records=list(self._records),
+                step_losses=list(self._step_losses),
+                probe=self._probe,
                 message=self.message,
                 run_path=self.run_path,
                 done=done,
             )
+
+

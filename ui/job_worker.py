@@ -1,0 +1,199 @@
+"""The training processes: a job host that forks one child per training job.
+
+``python -m ui.job_worker`` is started once by the app server (see :class:`ui.jobs.JobHost`).
+It imports torch and ``attention_core`` and maps the GloVe table once, then waits on a Unix
+socket (``multiprocessing.connection``, with an auth key). For every connection it forks: the
+child reads one job — a pickled, not yet run :class:`~attention_core.Trainer`, the runs folder
+and the run's name — trains it, reports progress on the same connection and saves the run.
+Forking from this small single-threaded process starts a job in a few milliseconds with
+nothing to import; forking the Streamlit server itself would copy its threads and state.
+
+The host has no work of its own and exits when the server does (its stdin closes). A job
+stops — and saves what it learned — when asked, when its page stops sending heartbeats, or
+when its connection to the server breaks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import select
+import signal
+import sys
+import threading
+import time
+import traceback
+from multiprocessing.connection import Connection, Listener
+from pathlib import Path
+
+from attention_core import Run, Trainer, save_run
+from attention_core.embeddings import load_embeddings
+from attention_core.errors import InputError
+from attention_core.runs import safe_name
+from attention_core.training import EpochRecord, StepEvent
+
+PROGRESS_EVERY = 0.1  # seconds between progress messages (the page redraws every 0.4 s)
+log = logging.getLogger("ui.job_worker")
+
+
+class _Reporter:
+    """Sends the trainer's progress to the page: throttled steps, every epoch and probe record."""
+
+    def __init__(self, trainer: Trainer, conn: Connection) -> None:
+        self.trainer, self.conn = trainer, conn
+        self.lock = threading.Lock()  # the training and the control thread both send
+        self.sent_losses = self.sent_probes = 0
+        self.last = 0.0
+        self.step: StepEvent | None = None
+
+    def send(self, msg: tuple) -> None:
+        with self.lock, contextlib.suppress(OSError):  # the server is gone; the control thread stops the training
+            self.conn.send(msg)
+
+    def flush(self) -> None:
+        h, ev = self.trainer.history, self.step
+        if ev is not None:
+            in_epoch = (ev.step - 1) % ev.steps_per_epoch + 1 if ev.steps_per_epoch else 0
+            losses = h.step_losses[self.sent_losses :]
+            self.sent_losses += len(losses)
+            self.send(("progress", ev.epoch, in_epoch, ev.steps_per_epoch, ev.examples_seen, ev.seconds, losses))
+        while self.sent_probes < len(h.probes):
+            self.send(("probe", h.probes[self.sent_probes]))
+            self.sent_probes += 1
+        self.last = time.monotonic()
+
+    def on_step(self, ev: StepEvent) -> None:
+        self.step = ev
+        if time.monotonic() - self.last >= PROGRESS_EVERY:
+            self.flush()
+
+    def on_epoch(self, rec: EpochRecord) -> None:
+        self.send(("epoch", vars(rec).copy()))
+        self.flush()
+
+
+def _control_loop(
+    trainer: Trainer, conn: Connection, reporter: _Reporter, orphan_after: float, name: str, ended: threading.Event
+) -> None:
+    """Carry the page's commands to the trainer; stop it when the page or the server is gone."""
+    last_heartbeat, waiting_for_pause = time.monotonic(), False
+    while not ended.is_set():
+        try:
+            command = conn.recv() if conn.poll(0.02 if waiting_for_pause else 0.5) else None
+        except (EOFError, OSError):  # the server went away: stop, and the run is saved
+            if not ended.is_set():
+                log.warning("training job %s lost its server: stopping", name)
+                trainer.stop()
+            return
+        now = time.monotonic()
+        if command is not None:
+            last_heartbeat = now
+        if command == "pause":
+            trainer.pause()
+            waiting_for_pause = True
+        elif command == "resume":
+            trainer.resume()
+            waiting_for_pause = False
+            reporter.send(("idle", False))
+        elif command == "stop":
+            trainer.stop()
+        if waiting_for_pause and trainer.wait_until_paused(0):
+            reporter.send(("idle", True))
+            waiting_for_pause = False
+        if now - last_heartbeat > orphan_after:
+            log.warning("training job %s lost its page (no heartbeat for %.0f s): stopping", name, orphan_after)
+            trainer.stop()
+            last_heartbeat = float("inf")  # say it once
+
+
+def save_new_run(run: Run, runs_dir: Path, name: str) -> Path:
+    """Save under ``runs_dir / name``, or ``name-2``, ``name-3``… — never over an earlier run."""
+    path, n = runs_dir / safe_name(name), 2
+    while path.exists():
+        path = runs_dir / f"{safe_name(name)}-{n}"
+        n += 1
+    save_run(run, path)
+    return path
+
+
+def run_job(conn: Connection) -> None:
+    """Receive one job on ``conn``, train it, report, save. Runs in the forked child."""
+    import torch
+
+    try:
+        trainer, runs_dir, name, threads, orphan_after = pickle.loads(conn.recv_bytes())  # authenticated: our own server
+    except Exception as err:  # e.g. a job this worker's code cannot read
+        conn.send(("failed", f"the training process could not read the job: {type(err).__name__}: {err}"))
+        return
+    torch.set_num_threads(threads)
+    reporter = _Reporter(trainer, conn)
+    reporter.send(("started", os.getpid()))
+    signal.signal(signal.SIGTERM, lambda *_: trainer.stop())  # asked to end: stop at the next step, and save
+    ended = threading.Event()
+    threading.Thread(
+        target=_control_loop, args=(trainer, conn, reporter, orphan_after, name, ended), name="control", daemon=True
+    ).start()
+    try:
+        result = trainer.run(on_step=reporter.on_step, on_epoch=reporter.on_epoch)
+        ended.set()  # what follows is saving: the server closing the connection now is no reason to warn
+        reporter.flush()
+        path = None
+        if result.history.epochs:  # a run stopped before its first epoch has nothing to keep
+            path = save_new_run(Run.from_result(result, name=name), runs_dir, name)
+        reporter.send(("end", result.history.status, result.history.message, str(path) if path else None))
+    except InputError as err:
+        reporter.send(("failed", str(err)))
+    except Exception as err:  # the page shows the message; the server is not affected
+        log.error("training job %s failed:\n%s", name, traceback.format_exc())
+        reporter.send(("failed", f"training failed: {type(err).__name__}: {err}"))
+
+
+def serve(address: str, authkey: bytes) -> None:
+    """Accept jobs until stdin closes (the server is gone); fork a child for each."""
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    with Listener(address, family="AF_UNIX", authkey=authkey) as listener:
+        print("ready", flush=True)
+        sock = listener._listener._socket  # private: to wait on it and stdin together
+        while True:
+            readable, _, _ = select.select([sock, sys.stdin], [], [])
+            if sys.stdin in readable and not sys.stdin.buffer.read1(1):
+                return  # stdin closed: the server has exited
+            if sock not in readable:
+                continue
+            try:
+                conn = listener.accept()
+            except (OSError, EOFError) as err:  # a client that failed the handshake
+                log.warning("job host: refused a connection: %s", err)
+                continue
+            if os.fork() == 0:  # the child: one job, then exit without running the host's cleanup
+                code = 0
+                try:
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    sock.close()
+                    run_job(conn)
+                except BaseException:
+                    traceback.print_exc()
+                    code = 1
+                finally:
+                    conn.close()
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                    os._exit(code)
+            conn.close()
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    address = sys.stdin.readline().strip()
+    authkey = bytes.fromhex(sys.stdin.readline().strip())
+    load_embeddings()  # the GloVe index and memory map, inherited by every job; any vocabulary limit reuses them
+    import torch
+
+    torch.optim.AdamW([torch.zeros(1, requires_grad=True)])  # a process's first optimizer imports torch._dynamo (~1 s)
+    serve(address, authkey)
+
+
+if __name__ == "__main__":
+    main()
