@@ -115,7 +115,3 @@ Attention shows where the model *looked*, not necessarily *why* it decided — t
 attention next to gradient-based saliency so you can see where they agree and where they don't.
 """
     )
-
-from ui import jobs  # noqa: E402
-
-jobs.warm_up()  # after the first heatmap: the process that trains jobs imports torch (~2 s) in the background

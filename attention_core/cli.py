@@ -43,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--val-fraction", type=float)
     t.add_argument("--time-budget", type=float, metavar="SECONDS", help="stop training after this many seconds")
     t.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    t.add_argument("--threads", type=int, dest="num_threads", metavar="N",
+                   help="torch CPU threads (default: torch's own choice, one per core)")
     t.add_argument("--embeddings", metavar="FILE", help="your own word2vec/GloVe file instead of GloVe 6B 50d")
     t.add_argument("--vocab-limit", type=int, help="use only the N most frequent words of the embeddings")
     t.add_argument("--name", help="a display name for the run (default: the directory name)")
@@ -83,7 +85,8 @@ def _train(args: argparse.Namespace) -> dict:
     from attention_core.runs import Run, save_run
     from attention_core.training import Trainer
 
-    names = ("epochs", "n_layers", "n_heads", "lr", "batch_size", "seed", "val_fraction", "time_budget", "vocab_limit")
+    names = ("epochs", "n_layers", "n_heads", "lr", "batch_size", "seed", "val_fraction", "time_budget", "vocab_limit",
+             "num_threads")
     overrides = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
     model_cfg, train_cfg = preset(args.preset, **overrides)
     device = _device(args.device)

@@ -69,6 +69,8 @@ class TrainConfig:
             bad("time_budget", "use a positive number of seconds")
         if self.weight_decay < 0:
             bad("weight_decay", "use 0 or more")
+        if self.num_threads is not None and self.num_threads < 1:
+            bad("num_threads", "use 1 or more, or leave it unset for torch's default")
 
     def to_dict(self) -> dict:
         d = asdict(self)

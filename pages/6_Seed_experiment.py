@@ -128,8 +128,11 @@ def live() -> None:
                 continue
             snap = job.snapshot()
             st.progress(snap.progress, text=f"{snap.state} · epoch {snap.epoch}/{snap.epochs}")
-            if snap.epoch_records:
-                st.plotly_chart(figures.loss_curve(snap.epoch_records), key=f"seedexp_curve_{key}")
+            if snap.epoch_records:  # rebuilt only when an epoch was added (this redraws twice a second)
+                cached = ss.get(f"seedexp_live_{key}")
+                if cached is None or cached[0] != (id(job), len(snap.epoch_records)):
+                    cached = ss[f"seedexp_live_{key}"] = ((id(job), len(snap.epoch_records)), figures.loss_curve(snap.epoch_records))
+                st.plotly_chart(cached[1], key=f"seedexp_curve_{key}")
     done = sum(j.done for j in jobs.values())
     if running and done != ss.get("seedexp_done", 0):  # a variant finished: redraw the page to show its maps
         ss["seedexp_done"] = done

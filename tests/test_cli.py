@@ -26,7 +26,7 @@ def last_json(out: str) -> dict:
 def trained(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("runs") / "small"
     r = cli("train", "data/small.csv", "--out", str(out), "--epochs", "3", "--layers", "1", "--heads", "2",
-            "--batch-size", "8", "--seed", "1", "--val-fraction", "0.2", "--time-budget", "120")
+            "--batch-size", "8", "--seed", "1", "--val-fraction", "0.2", "--time-budget", "120", "--threads", "1")
     assert r.returncode == 0, r.stderr
     summary = last_json(r.stdout)
     assert summary["epochs"] == 3 and summary["status"] == "finished"
@@ -38,6 +38,7 @@ def trained(tmp_path_factory) -> Path:
 
 def test_train_writes_a_run(trained):
     assert sorted(p.name for p in trained.iterdir()) == ["config.json", "history.json", "model.safetensors", "vocab.json"]
+    assert json.loads((trained / "config.json").read_text())["train"]["num_threads"] == 1  # --threads is recorded
 
 
 def test_predict_prints_label_probabilities_tokens_attention(trained):
@@ -78,6 +79,7 @@ def test_evaluate_with_other_column_names(trained, tmp_path):
         (("train", "data/small.csv", "--out", "{tmp}/x", "--heads", "3"), "divisible"),
         (("train", "data/small.csv", "--out", "{tmp}/x", "--device", "cuda"), "cuda|CUDA"),
         (("train", "data/small.csv", "--out", "{tmp}/x", "--epochs", "many"), "invalid int"),
+        (("train", "data/small.csv", "--out", "{tmp}/x", "--threads", "0"), "num_threads"),
         (("predict", "{tmp}/no_run", "hello"), "not found"),
         (("predict", "RUN", "xqzzy qqqzz"), "none of the words"),
         (("evaluate", "RUN", "{tmp}/one_class.csv", "--label-col", "label"), "only one"),

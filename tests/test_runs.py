@@ -8,6 +8,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -60,6 +61,17 @@ def test_prediction_shape_and_unknown_words(run):
     assert p.label == max(p.probabilities, key=p.probabilities.get)
     with pytest.raises(EmbeddingError, match="none of the words"):
         run.predict("xqzzy qqqzz")
+
+
+def test_batched_probabilities_equal_one_by_one_predictions(run):
+    texts = ["i love this fantastic product", "xqzzy qqqzz", "terrible", "the food was not good at all, sadly"]
+    probs = run.predict_proba(texts, batch_size=2)
+    assert probs.shape == (4, len(run.label_names))
+    assert np.isnan(probs[1]).all()  # no known word: nothing predicted
+    for text, row in zip(texts, probs, strict=True):
+        if text != "xqzzy qqqzz":
+            single = run.predict(text).probabilities
+            assert row == pytest.approx([single[name] for name in run.label_names], abs=1e-5)
 
 
 def test_words_outside_the_run_vocabulary_use_glove(run):

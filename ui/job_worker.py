@@ -32,6 +32,7 @@ from attention_core import Run, Trainer, save_run
 from attention_core.embeddings import load_embeddings
 from attention_core.errors import InputError
 from attention_core.runs import safe_name
+from attention_core.threads import ThreadTuner
 from attention_core.training import EpochRecord, StepEvent
 
 PROGRESS_EVERY = 0.1  # seconds between progress messages (the page redraws every 0.4 s)
@@ -41,8 +42,8 @@ log = logging.getLogger("ui.job_worker")
 class _Reporter:
     """Sends the trainer's progress to the page: throttled steps, every epoch and probe record."""
 
-    def __init__(self, trainer: Trainer, conn: Connection) -> None:
-        self.trainer, self.conn = trainer, conn
+    def __init__(self, trainer: Trainer, conn: Connection, tuner: ThreadTuner | None = None) -> None:
+        self.trainer, self.conn, self.tuner = trainer, conn, tuner
         self.lock = threading.Lock()  # the training and the control thread both send
         self.sent_losses = self.sent_probes = 0
         self.last = 0.0
@@ -66,6 +67,8 @@ class _Reporter:
 
     def on_step(self, ev: StepEvent) -> None:
         self.step = ev
+        if self.tuner is not None:
+            self.tuner.update(ev.examples_seen, ev.seconds)
         if time.monotonic() - self.last >= PROGRESS_EVERY:
             self.flush()
 
@@ -123,12 +126,15 @@ def run_job(conn: Connection) -> None:
     import torch
 
     try:
-        trainer, runs_dir, name, threads, orphan_after = pickle.loads(conn.recv_bytes())  # authenticated: our own server
+        trainer, runs_dir, name, threads, orphan_after, nice = pickle.loads(conn.recv_bytes())  # authenticated: our own server
     except Exception as err:  # e.g. a job this worker's code cannot read
         conn.send(("failed", f"the training process could not read the job: {type(err).__name__}: {err}"))
         return
-    torch.set_num_threads(threads)
-    reporter = _Reporter(trainer, conn)
+    os.nice(nice)
+    tuner = ThreadTuner(sorted({1, min(2, os.cpu_count() or 1)})) if threads == 0 else None
+    if tuner is None:
+        torch.set_num_threads(threads)
+    reporter = _Reporter(trainer, conn, tuner)
     reporter.send(("started", os.getpid()))
     signal.signal(signal.SIGTERM, lambda *_: trainer.stop())  # asked to end: stop at the next step, and save
     ended = threading.Event()

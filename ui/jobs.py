@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import os
 import pickle
 import secrets
 import subprocess
@@ -45,11 +46,12 @@ from attention_core.training import TrainConfig
 ORPHAN_AFTER = 90.0  # seconds without a heartbeat before a job stops itself (5 s was too short under load)
 HEARTBEAT_EVERY = 1.0  # the page sends at most one heartbeat a second
 HOST_START_TIMEOUT = 120.0  # importing torch on a busy machine
-# One torch thread per training job. On two cores shared with the server, the browser and
-# other sessions, two spinning OpenMP threads collapsed 10-20x whenever anything else ran
-# (measured: 5,400 examples/s alone, 340-1,400 beside one busy core; one thread: ~3,700 either
-# way). OMP_WAIT_POLICY=PASSIVE avoided the collapse but halved the quiet speed.
-THREADS_PER_JOB = 1
+# Torch threads per training job: 0 = choose by measuring while training (attention_core.threads:
+# 2 threads when the second core is free, 1 when the browser or other jobs need it; two OpenMP
+# threads collapsed 3-20x beside any busy process). Training processes run at a lower priority
+# (nice) so that the server and the browser answer first: training is the background work here.
+JOB_THREADS = int(os.environ.get("ATTENTION_PLAYGROUND_JOB_THREADS", 0))
+JOB_NICE = int(os.environ.get("ATTENTION_PLAYGROUND_JOB_NICE", 10))
 ROOT = Path(__file__).resolve().parents[1]
 log = logging.getLogger(__name__)
 
@@ -143,7 +145,7 @@ class TrainingJob:
     runs_dir: Path
     name: str
     orphan_after: float = ORPHAN_AFTER
-    threads: int = THREADS_PER_JOB
+    threads: int = JOB_THREADS  # 0 = tuned while training
     state: str = "starting"
     message: str = ""
     run_path: Path | None = None
@@ -177,7 +179,7 @@ class TrainingJob:
         """Hand the trainer to a new process; returns at once (the connection is made in the background)."""
         self.state = "running"
         self._last_heartbeat = time.monotonic()
-        job, self.trainer = (self.trainer, self.runs_dir, self.name, self.threads, self.orphan_after), None
+        job, self.trainer = (self.trainer, self.runs_dir, self.name, self.threads, self.orphan_after, JOB_NICE), None
         self._reader = threading.Thread(target=self._watch, args=(job,), name=f"watch-{self.name}", daemon=True)
         self._reader.start()
 

@@ -38,23 +38,37 @@ def data_report(dataset: TextDataset, preview: pd.DataFrame, max_tokens: int) ->
         st.dataframe(preview.head(50), hide_index=True)
 
 
-def progress(snap: JobSnapshot) -> None:
+def progress(snap: JobSnapshot, key: str = "train") -> None:
+    """The live progress line and curves of a job (redrawn 2.5 times a second).
+
+    The curves' figure is kept in the session and only its data replaced: building it anew
+    cost ~30 ms of the server's time per redraw.
+    """
     eta = f" · about {snap.eta_seconds:.0f} s left" if snap.eta_seconds is not None and not snap.done else ""
     label = (f"{snap.state} · epoch {snap.epoch}/{snap.epochs} · step {snap.step_in_epoch}/{snap.steps_per_epoch} · "
              f"{snap.examples_per_second:,.0f} examples/s{eta}")
     st.progress(snap.progress, text=label)
     if snap.epoch_records:
-        st.plotly_chart(figures.training_curves(snap.epoch_records, snap.step_losses), key="train_curves")
-    if snap.probe and snap.probe["sentences"]:
-        texts = [s["text"] for s in snap.probe["sentences"]]
-        chosen = st.session_state.get("train_probe_pick")
-        s = snap.probe["sentences"][texts.index(chosen) if chosen in texts else 0]
+        curves = st.session_state.setdefault(f"{key}_live_curves", figures.LiveTrainingCurves())
+        st.plotly_chart(curves(snap.epoch_records, snap.step_losses), key=f"{key}_curves")
+
+
+def probe_heatmap(snap: JobSnapshot, key: str = "train") -> None:
+    """The probe sentence's attention after the latest recorded epoch (rebuilt when that changes)."""
+    if not (snap.probe and snap.probe["sentences"]):
+        return
+    texts = [s["text"] for s in snap.probe["sentences"]]
+    chosen = st.session_state.get(f"{key}_probe_pick")
+    s = snap.probe["sentences"][texts.index(chosen) if chosen in texts else 0]
+    signature = (snap.probe["epoch"], s["text"], id(snap.probe))
+    cached = st.session_state.get(f"{key}_live_heatmap")
+    if cached is None or cached[0] != signature:
         attn = np.asarray(s["attention"])  # (L, H, T, T)
-        st.plotly_chart(
-            figures.attention_heatmap(attn[-1].mean(0), s["tokens"],
-                                      title=f"“{s['text']}” · last layer, head average · after epoch {snap.probe['epoch']}"),
-            key="train_probe_heatmap",
-        )
+        fig = figures.attention_heatmap(
+            attn[-1].mean(0), s["tokens"],
+            title=f"“{s['text']}” · last layer, head average · after epoch {snap.probe['epoch']}")
+        cached = st.session_state[f"{key}_live_heatmap"] = (signature, fig)
+    st.plotly_chart(cached[1], key=f"{key}_probe_heatmap")
 
 
 def results(run: Run, run_path: Path | None) -> None:
@@ -79,14 +93,13 @@ def results(run: Run, run_path: Path | None) -> None:
 
 def _misclassified(run: Run, texts, labels) -> None:
     rows = []
-    for text, y in zip(texts, labels, strict=True):
-        try:
-            p = run.predict(text)
-        except InputError:
+    probs = run.predict_proba(texts)  # one batched pass (600 single predictions held the server ~0.5 s)
+    for text, y, p in zip(texts, labels, probs, strict=True):
+        if np.isnan(p).any():  # no known word: nothing was predicted
             continue
-        if p.label != run.label_names[y]:
-            rows.append({"text": text, "true": run.label_names[y], "predicted": p.label,
-                         "confidence": p.probabilities[p.label]})
+        if int(p.argmax()) != y:
+            rows.append({"text": text, "true": run.label_names[y], "predicted": run.label_names[int(p.argmax())],
+                         "confidence": round(float(p.max()), 6)})
     st.markdown(f"**Misclassified validation sentences** ({len(rows)}) — click one to inspect it")
     if not rows:
         return
