@@ -6,7 +6,10 @@ otherwise idle, but 3-5x *slower* as soon as something else needs a core now and
 browser redrawing charts, another training): OpenMP's two threads wait for each other at
 every operation, and one of them is often not running. :class:`ThreadTuner` tries each
 choice for a short window of training time, keeps the fastest for a while, and tries again,
-so a job gets the second core when it is free and gives it back when it is not.
+so a job gets the second core when it is free and gives it back when it is not. Trials cost
+something when a core is busy (a 2-thread trial beside three other trainings ran ~6x slower),
+so while the same choice keeps winning it is checked less and less often (the hold doubles,
+up to ``max_hold``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ class ThreadTuner:
     Args:
         choices: thread counts to try (the first is also the starting one).
         window: seconds of training per trial.
-        hold: seconds to keep the winner before trying the choices again.
+        hold: seconds to keep the winner before trying the choices again (doubled while the
+            same choice keeps winning, up to ``max_hold``).
+        max_hold: the longest hold.
         set_threads: how to apply a thread count (``torch.set_num_threads``; tests pass a fake).
 
     Example:
@@ -36,11 +41,14 @@ class ThreadTuner:
         *,
         window: float = 0.3,
         hold: float = 5.0,
+        max_hold: float = 60.0,
         set_threads: Callable[[int], None] = torch.set_num_threads,
     ) -> None:
         if not choices or any(c < 1 for c in choices):
             raise ValueError(f"thread choices must be positive, got {choices!r}")
-        self.choices, self.window, self.hold, self._set = tuple(choices), window, hold, set_threads
+        self.choices, self.window, self._set = tuple(choices), window, set_threads
+        self.min_hold, self.max_hold, self.hold = hold, max_hold, hold
+        self.winner: int | None = None
         self.rates: dict[int, float] = {}  # examples/s of each choice in the latest round of trials
         self.current = self.choices[0]
         self._trial = 0  # index into choices while trying; None while holding the winner
@@ -54,17 +62,27 @@ class ThreadTuner:
             self._start = (examples_seen, seconds)
             return
         examples, elapsed = examples_seen - self._start[0], seconds - self._start[1]
-        if self._trying and elapsed >= self.window:
+        if self._trying and self._trial_over(examples, elapsed):
             self.rates[self.current] = examples / elapsed
             self._trial += 1
             if self._trial < len(self.choices):
                 self._switch(self.choices[self._trial], examples_seen, seconds)
             else:  # every choice measured: keep the fastest for a while
-                self._trying = False
-                self._switch(max(self.rates, key=self.rates.get), examples_seen, seconds)
+                best = max(self.rates, key=self.rates.get)
+                self.hold = min(self.hold * 2, self.max_hold) if best == self.winner else self.min_hold
+                self.winner, self._trying = best, False
+                self._switch(best, examples_seen, seconds)
         elif not self._trying and elapsed >= self.hold:
             self._trying, self._trial = True, 0
             self._switch(self.choices[0], examples_seen, seconds)
+
+    def _trial_over(self, examples: int, elapsed: float) -> bool:
+        if elapsed >= self.window:
+            return True
+        if elapsed < self.window / 5 or self._trial == 0:
+            return False
+        best_so_far = max(self.rates[c] for c in self.choices[: self._trial])
+        return examples / elapsed < 0.5 * best_so_far  # clearly slower: end it now (collapsed threads hurt everyone)
 
     def _switch(self, threads: int, examples_seen: int, seconds: float) -> None:
         if threads != self.current:

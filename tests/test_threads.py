@@ -46,6 +46,35 @@ def test_trials_start_again_after_the_hold_and_follow_a_change_of_load():
     assert m.calls.count(1) >= 2  # it went back to trying
 
 
+def test_a_winner_that_keeps_winning_is_checked_less_and_less_often():
+    m = FakeMachine({1: 3000.0, 2: 1000.0})
+    tuner = ThreadTuner((1, 2), window=0.3, hold=1.0, max_hold=8.0, set_threads=m.set_threads)
+    holds = []
+    for _ in range(6000):  # 60 s of training
+        m.step(tuner)
+        if not holds or holds[-1] != tuner.hold:
+            holds.append(tuner.hold)
+    assert holds == [1.0, 2.0, 4.0, 8.0]
+    assert m.calls.count(2) <= 10  # rounds of trials in 60 s; ~37 with the hold fixed at 1 s
+    m.rates[2] = 9000.0  # the second core is free again: found at the next round, hold back to the start
+    holds = []
+    for _ in range(1000):
+        m.step(tuner)
+        holds.append(tuner.hold)
+    assert m.threads == 2 and 1.0 in holds
+
+
+def test_a_clearly_slower_trial_ends_early():
+    m = FakeMachine({1: 3000.0, 2: 300.0})
+    tuner = ThreadTuner((1, 2), window=1.0, hold=5.0, set_threads=m.set_threads)
+    seconds_on_2 = 0.0
+    for _ in range(300):
+        m.step(tuner)
+        seconds_on_2 += 0.01 * (m.threads == 2)
+    assert 0.15 <= seconds_on_2 <= 0.25  # a fifth of the window, not all of it
+    assert tuner.current == 1
+
+
 def test_a_single_choice_is_set_once_and_kept():
     m = FakeMachine({1: 3000.0})
     tuner = ThreadTuner((1,), window=0.3, hold=1.0, set_threads=m.set_threads)

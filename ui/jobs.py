@@ -46,12 +46,16 @@ from attention_core.training import TrainConfig
 ORPHAN_AFTER = 90.0  # seconds without a heartbeat before a job stops itself (5 s was too short under load)
 HEARTBEAT_EVERY = 1.0  # the page sends at most one heartbeat a second
 HOST_START_TIMEOUT = 120.0  # importing torch on a busy machine
-# Torch threads per training job: 0 = choose by measuring while training (attention_core.threads:
-# 2 threads when the second core is free, 1 when the browser or other jobs need it; two OpenMP
-# threads collapsed 3-20x beside any busy process). Training processes run at a lower priority
-# (nice) so that the server and the browser answer first: training is the background work here.
-JOB_THREADS = int(os.environ.get("ATTENTION_PLAYGROUND_JOB_THREADS", 0))
-JOB_NICE = int(os.environ.get("ATTENTION_PLAYGROUND_JOB_NICE", 10))
+# Torch threads per training job. 1 by default: with the page open, the browser redrawing the
+# live charts uses ~0.7 of a core here, and two OpenMP threads beside it (or beside other
+# learners' jobs) collapse 3-20x. 0 = choose by measuring while training
+# (attention_core.threads.ThreadTuner): ~35 % faster for a lone job nobody watches, ~25 % slower
+# for four jobs side by side (its trials of 2 threads slow every job).
+JOB_THREADS = int(os.environ.get("ATTENTION_PLAYGROUND_JOB_THREADS", 1))
+# Scheduling priority of the training processes (nice). 0 by default: at 10, four learners'
+# browsers on the same two cores starved four trainings to ~150 examples/s each, and the
+# server answered no faster (health stayed < 10 ms beside four busy processes at nice 0).
+JOB_NICE = int(os.environ.get("ATTENTION_PLAYGROUND_JOB_NICE", 0))
 ROOT = Path(__file__).resolve().parents[1]
 log = logging.getLogger(__name__)
 
@@ -145,7 +149,7 @@ class TrainingJob:
     runs_dir: Path
     name: str
     orphan_after: float = ORPHAN_AFTER
-    threads: int = JOB_THREADS  # 0 = tuned while training
+    threads: int = JOB_THREADS  # 0 = tuned while training (ThreadTuner)
     state: str = "starting"
     message: str = ""
     run_path: Path | None = None
