@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 from tests.browser import CHROMIUM_ARGS, app_server, chromium_executable  # noqa: E402
 
 FOUR_SESSION_EPOCHS = 10  # each ~3 s alone: the four overlap for most of their run
-EPOCHS = 15  # the default preset on 3,000 sentences: long enough (~6 s) to watch it train
+EPOCHS = 25  # the default preset on 3,000 sentences: ~15 s of training, watched for 8 s of it
 
 
 def launch_browser(pw):
@@ -106,7 +106,7 @@ def start_training(page, url: str, epochs: int) -> None:
     click_start(page)
 
 
-def watch_refresh(page, seconds: float = 5.0) -> tuple[float, int]:
+def watch_refresh(page, seconds: float = 8.0) -> tuple[float, int]:
     """Sample the progress line every 50 ms; return changes per second and the number of samples."""
     changes, last, samples = 0, None, 0
     t0 = time.perf_counter()
