@@ -7,10 +7,12 @@ import os
 import select
 import signal
 import socket
+import sys
 
 import pytest
 
 from attention_core import ModelConfig, TrainConfig, Trainer, dataset_from_lists, load_embeddings, load_run
+from ui import jobs
 from ui.jobs import TrainingJob
 
 TEXTS = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"]
@@ -108,3 +110,13 @@ def test_a_crashed_process_is_reported_not_hung(tmp_path):
     job.join(60)
     assert job.done and job.state == "failed"
     assert "ended unexpectedly" in job.message
+
+
+def test_a_host_that_cannot_start_fails_the_job_at_once_with_a_message(tmp_path, monkeypatch):
+    monkeypatch.setattr(jobs.JobHost, "COMMAND", (sys.executable, "-c", "import sys; sys.exit(3)"))
+    monkeypatch.setattr(jobs.JobHost, "_current", None)  # a new host, started with that command
+    job = make_job(tmp_path, epochs=1)
+    job.start()
+    job.join(30)  # not the 120 s start-up timeout
+    assert job.done and job.state == "failed"
+    assert "failed to start (exit code 3)" in job.message  # monkeypatch then puts the working host back

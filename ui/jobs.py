@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 class JobHost:
     """The ``python -m ui.job_worker`` process that forks the training jobs; one per server."""
 
+    COMMAND = (sys.executable, "-m", "ui.job_worker")
     _lock = threading.Lock()
     _current: JobHost | None = None
 
@@ -71,17 +72,18 @@ class JobHost:
         self.address = str(Path(self._dir.name) / "host.sock")
         self.authkey = secrets.token_bytes(32)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "ui.job_worker"], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            self.COMMAND, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             start_new_session=True,  # Ctrl+C in the server's terminal is the server's to handle
         )
         self.process.stdin.write(f"{self.address}\n{self.authkey.hex()}\n".encode())
         self.process.stdin.flush()  # stdin stays open: the host exits when it closes (with this server)
-        self.ready = threading.Event()
+        self.started = False
+        self._answered = threading.Event()  # the host said "ready", or its output ended
         threading.Thread(target=self._wait_ready, name="job-host-start", daemon=True).start()
 
     def _wait_ready(self) -> None:
-        if self.process.stdout.readline().strip() == b"ready":
-            self.ready.set()
+        self.started = self.process.stdout.readline().strip() == b"ready"
+        self._answered.set()
 
     @classmethod
     def get(cls) -> JobHost:
@@ -92,8 +94,16 @@ class JobHost:
             return cls._current
 
     def connect(self) -> Connection:
-        if not self.ready.wait(HOST_START_TIMEOUT) or self.process.poll() is not None:
-            raise RuntimeError(f"the training process host did not start (exit code {self.process.poll()})")
+        if not self._answered.wait(HOST_START_TIMEOUT):
+            raise RuntimeError(f"the training process host did not start within {HOST_START_TIMEOUT:.0f} s")
+        if not self.started or self.process.poll() is not None:
+            try:
+                code = self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                code = None
+            raise RuntimeError(
+                f"the training process host failed to start (exit code {code}) — the server's log has its error"
+            )
         return Client(self.address, family="AF_UNIX", authkey=self.authkey)
 
     def close(self) -> None:
