@@ -120,3 +120,16 @@ def test_a_host_that_cannot_start_fails_the_job_at_once_with_a_message(tmp_path,
     job.join(30)  # not the 120 s start-up timeout
     assert job.done and job.state == "failed"
     assert "failed to start (exit code 3)" in job.message  # monkeypatch then puts the working host back
+
+
+def test_runs_saved_at_the_same_moment_under_one_name_all_keep_their_folder(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ui.job_worker import save_new_run
+
+    run = load_run(jobs.ROOT / "data" / "default_run")
+    with ThreadPoolExecutor(8) as pool:
+        paths = list(pool.map(lambda _: save_new_run(run, tmp_path, "same name"), range(8)))
+    assert len(set(paths)) == 8
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["same-name"] + [f"same-name-{i}" for i in range(2, 9)])
+    assert all(load_run(p).name == run.name for p in paths)

@@ -20,6 +20,7 @@ import logging
 import os
 import pickle
 import select
+import shutil
 import signal
 import sys
 import threading
@@ -112,13 +113,26 @@ def _control_loop(
 
 
 def save_new_run(run: Run, runs_dir: Path, name: str) -> Path:
-    """Save under ``runs_dir / name``, or ``name-2``, ``name-3``… — never over an earlier run."""
-    path, n = runs_dir / safe_name(name), 2
-    while path.exists():
-        path = runs_dir / f"{safe_name(name)}-{n}"
-        n += 1
-    save_run(run, path)
-    return path
+    """Save under ``runs_dir / name``, or ``name-2``, ``name-3``… — never over an earlier run.
+
+    The folder is claimed with ``mkdir`` (atomic) before the run is written into it: four
+    learners who train under the default name and finish at the same moment get four folders
+    (checking ``exists()`` first let two of them pick the same one, and one run was lost).
+    """
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    base, n = safe_name(name), 1
+    while True:
+        path = runs_dir / (base if n == 1 else f"{base}-{n}")
+        try:
+            path.mkdir()
+            break
+        except FileExistsError:
+            n += 1
+    try:
+        return save_run(run, path)  # replaces the empty folder atomically
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
 
 
 def run_job(conn: Connection) -> None:
