@@ -98,7 +98,7 @@ def open_train_page(page, url: str, epochs: int) -> None:
 def click_start(page) -> None:
     main = page.get_by_test_id("stMain")
     main.get_by_role("button", name="Start training").click()
-    main.get_by_text(re.compile(r"epoch \d+/")).first.wait_for()
+    main.get_by_text(re.compile(r"running · epoch \d+/")).first.wait_for()
 
 
 def start_training(page, url: str, epochs: int) -> None:

@@ -191,7 +191,7 @@ class TrainingJob:
     # -- control (called from the page) -------------------------------------------------------
     def start(self) -> None:
         """Hand the trainer to a new process; returns at once (the connection is made in the background)."""
-        self.state = "running"
+        self.state = "starting"  # "running" once the process says it has started
         self._last_heartbeat = time.monotonic()
         job, self.trainer = (self.trainer, self.runs_dir, self.name, self.threads, self.orphan_after, JOB_NICE), None
         self._reader = threading.Thread(target=self._watch, args=(job,), name=f"watch-{self.name}", daemon=True)
@@ -208,7 +208,7 @@ class TrainingJob:
         self._paused = True
         self._send("pause")
         with self._lock:
-            if self.state == "running":
+            if self.state in ("starting", "running"):
                 self.state = "paused"
 
     def resume(self) -> None:
@@ -279,6 +279,8 @@ class TrainingJob:
                 with self._lock:
                     if kind == "started":
                         self.pid = msg[1]
+                        if self.state == "starting":
+                            self.state = "running"
                     elif kind == "progress":
                         (self._epoch, self._step_in_epoch, self._steps_per_epoch, self._examples_seen,
                          self._seconds) = msg[1:6]
