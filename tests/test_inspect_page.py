@@ -173,6 +173,6 @@ def test_clicking_a_map_in_the_grid_zooms_it(tmp_path: Path) -> None:
         # The invisible click targets: one scatter trace per map, layer by layer (4 heads + average).
         cell = grid.locator(".scatterlayer .trace").nth(1 * 5 + 2).locator("path.point").first
         cell.wait_for(state="attached")
-        target = main.get_by_text("Layer 2 · head 3")
+        target = main.get_by_text("Layer 2 · head 3", exact=True)  # the zoomed map's title (the export note names it too)
         cell.click(force=True)  # force: the marker is transparent on purpose
         target.wait_for()
