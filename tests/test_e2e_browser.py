@@ -7,9 +7,11 @@ chart updates → training ends → Inspect shows the layer × head grid. Screen
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -100,3 +102,23 @@ def test_every_page_opens_with_its_first_figure(server, name):
         main.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
         assert not main.get_by_test_id("stException").count()
         shot(page, f"page_{name}")
+
+
+def test_stopping_the_server_mid_training_keeps_the_run(tmp_path):
+    """The server goes down (SIGTERM) while a training runs: the training process stops and saves."""
+    with app_server(tmp_path) as url, browser_page() as page:
+        page.goto(f"{url}/Train")
+        main = page.get_by_test_id("stMain")
+        main.get_by_text("uci_sentiment_sentences.csv: utf-8").wait_for()
+        box = main.get_by_label("Epochs")
+        box.fill("500")
+        box.press("Tab")
+        main.get_by_role("button", name="Start training").click()
+        main.get_by_text(re.compile(r"running · epoch [3-9]/500")).first.wait_for(timeout=120_000)
+    # app_server has stopped the server; the job saw its connection close and is saving.
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob("*/history.json")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (saved,) = list(tmp_path.glob("*/history.json"))
+    history = json.loads(saved.read_text())
+    assert history["status"] == "stopped" and 2 <= len(history["epochs"]) < 500
