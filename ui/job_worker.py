@@ -175,6 +175,7 @@ def serve(address: str, authkey: bytes) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     with Listener(address, family="AF_UNIX", authkey=authkey) as listener:
         print("ready", flush=True)
+        os.dup2(2, 1)  # nobody reads that pipe from now on: anything printed later goes to the server's log
         sock = listener._listener._socket  # private: to wait on it and stdin together
         while True:
             readable, _, _ = select.select([sock, sys.stdin], [], [])
