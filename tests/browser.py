@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -57,6 +58,8 @@ def app_server(runs_dir: Path, port: int | None = None, timeout: float = 60.0) -
            str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
            "--server.fileWatcherType", "none"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    log: list[bytes] = []  # drained all along: a full pipe would block the server (and its jobs) on their next log line
+    threading.Thread(target=lambda: log.extend(iter(proc.stdout.readline, b"")), daemon=True).start()
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout
@@ -68,8 +71,7 @@ def app_server(runs_dir: Path, port: int | None = None, timeout: float = 60.0) -
             except OSError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                out = proc.stdout.read().decode() if proc.stdout else ""
-                raise RuntimeError(f"streamlit did not start:\n{out[-3000:]}")
+                raise RuntimeError(f"streamlit did not start:\n{b''.join(log).decode(errors='replace')[-3000:]}")
             time.sleep(0.2)
         yield url
     finally:
