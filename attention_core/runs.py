@@ -31,10 +31,10 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from attention_core.embeddings import EmbeddingSource, load_embeddings
-from attention_core.encoding import UNK, TextEncoder
+from attention_core.encoding import TextEncoder
 from attention_core.errors import ConfigError, InputError, RunError
 from attention_core.model import AttentionClassifier, ModelConfig
-from attention_core.training import History, TrainConfig, TrainResult
+from attention_core.training import History, TrainConfig, TrainResult, predict_probabilities
 
 FORMAT = "attention-playground-run"
 VERSION = 1
@@ -92,22 +92,9 @@ class Run:
         logits, attn = self.model(batch.ids, batch.mask, batch.extra)
         return enc, torch.softmax(logits[0], -1), attn[:, 0]
 
-    @torch.no_grad()
     def predict_proba(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
-        """Class probabilities of many sentences at once, shape (N, C), in batches of similar length.
-
-        A row whose words are all unknown is NaN (where :meth:`predict` raises ``EmbeddingError``).
-        """
-        self.model.eval()
-        out = np.full((len(texts), len(self.label_names)), np.nan)
-        encoded = [(i, enc) for i, enc in enumerate(map(self.encoder.encode, texts)) if any(t != UNK for t in enc.ids)]
-        encoded.sort(key=lambda ie: len(ie[1].ids))
-        for start in range(0, len(encoded), batch_size):
-            chunk = encoded[start : start + batch_size]
-            batch = self.encoder.collate([enc for _, enc in chunk])
-            logits, _ = self.model(batch.ids, batch.mask, batch.extra, need_weights=False)
-            out[[i for i, _ in chunk]] = torch.softmax(logits, -1).double().numpy()
-        return out
+        """Class probabilities of many sentences at once, shape (N, C); NaN rows had no known word."""
+        return predict_probabilities(self.model, self.encoder, texts, batch_size)
 
     def predict(self, text: str) -> Prediction:
         """Label, class probabilities, tokens and every attention map for one sentence.

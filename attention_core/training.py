@@ -15,13 +15,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from attention_core.backprop import SeedKernel, seed_fast_path_applies
 from attention_core.data import TextDataset
 from attention_core.embeddings import Embeddings, load_embeddings
-from attention_core.encoding import TextEncoder
+from attention_core.encoding import UNK, TextEncoder
 from attention_core.errors import ConfigError, DataError, EmbeddingError
 from attention_core.metrics import classification_metrics
 from attention_core.model import AttentionClassifier, ModelConfig, with_data
@@ -511,12 +512,33 @@ def evaluate_model(model: AttentionClassifier, encoder: TextEncoder, dataset: Te
     return evaluate_texts(model, encoder, dataset.texts, names, label_names)
 
 
+@torch.no_grad()
+def predict_probabilities(
+    model: AttentionClassifier, encoder: TextEncoder, texts: Sequence[str], batch_size: int = 256
+) -> np.ndarray:
+    """Class probabilities of many texts at once, shape (N, C), in batches of similar length.
+
+    A row with no known word is NaN: there is nothing to predict from (``Run.predict`` raises
+    ``EmbeddingError`` for such a sentence).
+    """
+    model.eval()
+    out = np.full((len(texts), model.cfg.n_classes), np.nan)
+    encoded = [(i, enc) for i, enc in enumerate(map(encoder.encode, texts)) if any(t != UNK for t in enc.ids)]
+    encoded.sort(key=lambda ie: len(ie[1].ids))
+    for start in range(0, len(encoded), batch_size):
+        chunk = encoded[start : start + batch_size]
+        batch = encoder.collate([enc for _, enc in chunk])
+        logits, _ = model(batch.ids, batch.mask, batch.extra, need_weights=False)
+        out[[i for i, _ in chunk]] = torch.softmax(logits, -1).double().numpy()
+    return out
+
+
 def evaluate_texts(
     model: AttentionClassifier, encoder: TextEncoder, texts: Sequence[str], labels: Sequence[str], label_names: Sequence[str]
 ):
     """Accuracy, macro F1 and confusion of ``model`` on texts with their label names.
 
-    Rows with no known word (in drop mode) cannot be predicted and are left out.
+    Rows with no known word cannot be predicted and are left out.
     """
     index = {name: i for i, name in enumerate(label_names)}
     missing = sorted(set(labels) - set(index))
@@ -525,16 +547,7 @@ def evaluate_texts(
             f"labels {missing} are not among the model's labels {list(label_names)}",
             "evaluate on data with the same label names the model was trained on (or pick the right --label-col)",
         )
-    model.eval()
-    y_true, y_pred = [], []
-    with torch.no_grad():
-        encoded = [(encoder.encode(t), index[y]) for t, y in zip(texts, labels, strict=True)]
-        encoded = [(e, y) for e, y in encoded if e.ids]
-        encoded.sort(key=lambda ey: len(ey[0].ids))
-        for start in range(0, len(encoded), 256):
-            chunk = encoded[start : start + 256]
-            batch = encoder.collate([e for e, _ in chunk])
-            logits, _ = model(batch.ids, batch.mask, batch.extra, need_weights=False)
-            y_pred += logits.argmax(-1).tolist()
-            y_true += [y for _, y in chunk]
-    return classification_metrics(y_true, y_pred, list(label_names))
+    probs = predict_probabilities(model, encoder, texts)
+    kept = ~np.isnan(probs).any(axis=1)
+    y_true = [index[y] for y, k in zip(labels, kept, strict=True) if k]
+    return classification_metrics(y_true, probs[kept].argmax(axis=1).tolist(), list(label_names))

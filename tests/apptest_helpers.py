@@ -23,3 +23,12 @@ def array(value: list | dict) -> np.ndarray:
         shape = [int(n) for n in str(value.get("shape", len(data))).split(",")]
         return data.reshape(shape)
     return np.asarray(value, dtype=float)
+
+
+def widget(at: AppTest, key: str):
+    """The widget with ``key``, whatever its kind."""
+    for kind in ("radio", "slider", "select_slider", "toggle", "text_input", "number_input", "selectbox", "button"):
+        for w in getattr(at, kind):
+            if w.key == key:
+                return w
+    raise AssertionError(f"no widget with key {key}")

@@ -19,7 +19,7 @@ from attention_core import examples as ex
 from attention_core.embeddings import load_embeddings
 from attention_core.errors import EmbeddingError, InputError
 from tests import test_seeds as seed
-from tests.apptest_helpers import array, chart
+from tests.apptest_helpers import array, chart, widget
 from tests.test_seeds import assert_printed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -246,10 +246,6 @@ def run_page(path: str) -> AppTest:
     return at
 
 
-
-
-
-
 def z(at: AppTest, key: str, trace: int = 0) -> np.ndarray:
     return array(chart(at, key)["data"][trace]["z"])
 
@@ -257,14 +253,6 @@ def z(at: AppTest, key: str, trace: int = 0) -> np.ndarray:
 def highlighted_row(at: AppTest, key: str) -> float:
     shapes = chart(at, key)["layout"]["shapes"]
     return (shapes[0]["y0"] + shapes[0]["y1"]) / 2
-
-
-def widget(at: AppTest, key: str):
-    for kind in ("radio", "slider", "select_slider", "toggle", "text_input", "selectbox", "button"):
-        for w in getattr(at, kind):
-            if w.key == key:
-                return w
-    raise AssertionError(f"no widget with key {key}")
 
 
 def test_self_attention_page_renders_the_seeds_numbers_and_reacts() -> None:

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core import Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, save_run
 from attention_core.model import SEED_MODEL
-from tests.apptest_helpers import array, chart
+from tests.apptest_helpers import array, chart, widget
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "2_Inspect.py")
 KEYS = [
@@ -31,18 +31,6 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def page() -> AppTest:
     at = AppTest.from_file(PAGE, default_timeout=60)
     return at.run()
-
-
-
-
-
-
-def widget(at: AppTest, key: str):
-    for kind in ("selectbox", "radio", "text_input", "number_input", "slider", "select_slider", "toggle"):
-        for w in getattr(at, kind):
-            if w.key == key:
-                return w
-    raise AssertionError(f"no widget with key {key}")
 
 
 def test_renders_with_every_section_and_control(runs: Path) -> None:

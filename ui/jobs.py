@@ -205,19 +205,13 @@ class TrainingJob:
                 self._conn.send(command)
 
     def pause(self) -> None:
-        self._paused = True
+        self._paused = True  # snapshot() reads "paused" from this while the job runs
         self._send("pause")
-        with self._lock:
-            if self.state in ("starting", "running"):
-                self.state = "paused"
 
     def resume(self) -> None:
         self._paused = False
         self._idle.clear()
         self._send("resume")
-        with self._lock:
-            if self.state == "paused":
-                self.state = "running"
 
     def stop(self) -> None:
         self._stop_asked = True
