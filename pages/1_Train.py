@@ -115,7 +115,7 @@ if job is not None:
         if snap.done and running:  # the thread just ended: redraw the page once, buttons enabled
             st.rerun(scope="app")
 
-    @st.fragment(run_every=2.0 if running else None)  # the probe's attention changes once an epoch; each redraw costs the browser ~0.2 s
+    @st.fragment(run_every=1.0 if running else None)  # the probe's attention changes once an epoch
     def live_probe() -> None:
         j = st.session_state.get("train_job")
         if j is not None:

@@ -16,6 +16,7 @@ from attention_core.runs import list_runs, run_from_zip, run_to_zip, safe_name
 from attention_core.training import evaluate_texts
 from ui import figures
 from ui.jobs import JobSnapshot
+from ui.live_chart import live_plotly_chart
 
 
 def data_report(dataset: TextDataset, preview: pd.DataFrame, max_tokens: int) -> None:
@@ -42,7 +43,8 @@ def progress(snap: JobSnapshot, key: str = "train") -> None:
     """The live progress line and curves of a job (redrawn 2.5 times a second).
 
     The curves' figure is kept in the session and only its data replaced: building it anew
-    cost ~30 ms of the server's time per redraw.
+    cost ~30 ms of the server's time per redraw. While the job runs the chart is a
+    :func:`live_plotly_chart`, updated in place in the browser; once it is done, a normal one.
     """
     eta = f" · about {snap.eta_seconds:.0f} s left" if snap.eta_seconds is not None and not snap.done else ""
     label = (f"{snap.state} · epoch {snap.epoch}/{snap.epochs} · step {snap.step_in_epoch}/{snap.steps_per_epoch} · "
@@ -50,7 +52,11 @@ def progress(snap: JobSnapshot, key: str = "train") -> None:
     st.progress(snap.progress, text=label)
     if snap.epoch_records:
         curves = st.session_state.setdefault(f"{key}_live_curves", figures.LiveTrainingCurves())
-        st.plotly_chart(curves(snap.epoch_records, snap.step_losses), key=f"{key}_curves")
+        fig = curves(snap.epoch_records, snap.step_losses)
+        if snap.done:
+            st.plotly_chart(fig, key=f"{key}_curves")
+        else:
+            live_plotly_chart(fig, key=f"{key}_live_curves_chart")
 
 
 def probe_heatmap(snap: JobSnapshot, key: str = "train") -> None:
@@ -67,8 +73,11 @@ def probe_heatmap(snap: JobSnapshot, key: str = "train") -> None:
         fig = figures.attention_heatmap(
             attn[-1].mean(0), s["tokens"],
             title=f"“{s['text']}” · last layer, head average · after epoch {snap.probe['epoch']}")
-        cached = st.session_state[f"{key}_live_heatmap"] = (signature, fig)
-    st.plotly_chart(cached[1], key=f"{key}_probe_heatmap")
+        cached = st.session_state[f"{key}_live_heatmap"] = (signature, fig, fig.to_json(), fig.layout.height)
+    if snap.done:
+        st.plotly_chart(cached[1], key=f"{key}_probe_heatmap")
+    else:  # in place: redrawn only when the JSON changed (once an epoch)
+        live_plotly_chart(cached[2], height=cached[3], key=f"{key}_live_probe_chart")
 
 
 def results(run: Run, run_path: Path | None) -> None:

@@ -1,0 +1,76 @@
+"""The live chart component: its files, and that it keeps one identity while its figure changes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import plotly
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from ui import live_chart
+
+ROOT = Path(__file__).resolve().parents[1]
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    live_chart.asset_dir.cache_clear()
+    yield tmp_path / "cache"
+    live_chart.asset_dir.cache_clear()
+
+
+def test_asset_folder_holds_the_page_and_the_packaged_plotly_js(fresh_cache):
+    folder = live_chart.asset_dir()
+    assert folder.parent == fresh_cache / "attention-playground"
+    assert (folder / "index.html").read_bytes() == (ROOT / "ui" / "live_chart" / "index.html").read_bytes()
+    assert (folder / "plotly.min.js").read_bytes() == PLOTLY_JS.read_bytes()
+    assert plotly.__version__ in folder.name
+    live_chart.asset_dir.cache_clear()
+    assert live_chart.asset_dir() == folder  # made once, then reused
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")]  # no staging folder left
+
+
+def test_an_unwritable_cache_falls_back_to_the_temp_folder(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would go")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    monkeypatch.setattr(live_chart.tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    live_chart.asset_dir.cache_clear()
+    try:
+        folder = live_chart.asset_dir()
+    finally:
+        live_chart.asset_dir.cache_clear()
+    assert folder.parent == tmp_path / "tmp" / "attention-playground"
+    assert (folder / "plotly.min.js").stat().st_size == PLOTLY_JS.stat().st_size
+
+
+def _script() -> None:
+    import plotly.graph_objects as go
+    import streamlit as st
+
+    from ui.live_chart import live_plotly_chart
+
+    n = st.session_state["n"] = st.session_state.get("n", 0) + 1
+    fig = go.Figure(go.Scatter(x=list(range(n)), y=[i * i for i in range(n)]), layout={"height": 222})
+    live_plotly_chart(fig, key="curve")
+    st.plotly_chart(fig, key="plain")
+
+
+def test_the_live_chart_keeps_its_identity_while_its_figure_changes(fresh_cache):
+    at = AppTest.from_function(_script, default_timeout=30).run()
+    assert not at.exception
+    first = at.get("component_instance")
+    assert len(first) == 1
+    args = json.loads(first[0].proto.json_args)
+    assert args["height"] == 222 and json.loads(args["spec"])["data"][0]["y"] == [0]
+    plain_id = at.get("plotly_chart")[0].proto.id
+    at.run()
+    second = at.get("component_instance")[0].proto
+    assert json.loads(json.loads(second.json_args)["spec"])["data"][0]["y"] == [0, 1]
+    assert second.id == first[0].proto.id  # same element: the browser updates it in place…
+    assert at.get("plotly_chart")[0].proto.id != plain_id  # …where st.plotly_chart becomes a new chart
