@@ -108,8 +108,7 @@ def start_training(page, url: str, epochs: int) -> None:
 
 
 LIVE_CURVES_UPDATES = (  # how many figures the live curves chart (ui/live_chart) has drawn so far
-    "() => { const f = [...document.querySelectorAll('iframe')].find(f => f.src.includes('live_plotly_chart'));"
-    " return f && f.contentDocument && f.contentDocument.body ? +(f.contentDocument.body.dataset.updates || 0) : 0 }")
+    "() => { const c = document.querySelector('[data-testid=stMain] .live-plotly-chart'); return c ? +c.dataset.updates : 0 }")
 
 
 def watch_refresh(page, seconds: float = 8.0) -> tuple[float, float, int]:

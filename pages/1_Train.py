@@ -8,13 +8,14 @@ from attention_core import Trainer
 from attention_core.data import detect_columns, load_dataset, read_table
 from attention_core.errors import InputError
 from attention_core.training import DEFAULT_TRAIN
-from ui import jobs, train_views
+from ui import jobs, live_chart, train_views
 from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, page_setup, runs_dir
 from ui.forms import hyperparameter_form
 from ui.jobs import TrainingJob
 
 page_setup("Train", ":material/model_training:")
 jobs.warm_up()  # the process that trains jobs: started once per server, ready before Start is clicked
+live_chart.preload()  # plotly.js for the live charts, loaded while the learner reads the page
 st.title("Train a model")
 
 
@@ -112,17 +113,11 @@ if job is not None:
         j.heartbeat()
         snap = j.snapshot()
         train_views.progress(snap)
+        train_views.probe_heatmap(snap)  # its chart is redrawn only when a new epoch's probe arrives
         if snap.done and running:  # the thread just ended: redraw the page once, buttons enabled
             st.rerun(scope="app")
 
-    @st.fragment(run_every=1.0 if running else None)  # the probe's attention changes once an epoch
-    def live_probe() -> None:
-        j = st.session_state.get("train_job")
-        if j is not None:
-            train_views.probe_heatmap(j.snapshot())
-
     live()
-    live_probe()
     if job.done:
         snap = job.snapshot()
         if snap.state in ("diverged", "failed"):

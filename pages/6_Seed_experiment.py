@@ -18,6 +18,7 @@ from ui import figures
 from ui import jobs as training_jobs
 from ui.common import ROOT, embeddings, page_setup, runs_dir
 from ui.jobs import TrainingJob
+from ui.live_chart import live_plotly_chart
 
 page_setup("Seed experiment", ":material/science:")
 training_jobs.warm_up()
@@ -131,8 +132,12 @@ def live() -> None:
             if snap.epoch_records:  # rebuilt only when an epoch was added (this redraws twice a second)
                 cached = ss.get(f"seedexp_live_{key}")
                 if cached is None or cached[0] != (id(job), len(snap.epoch_records)):
-                    cached = ss[f"seedexp_live_{key}"] = ((id(job), len(snap.epoch_records)), figures.loss_curve(snap.epoch_records))
-                st.plotly_chart(cached[1], key=f"seedexp_curve_{key}")
+                    fig = figures.loss_curve(snap.epoch_records)
+                    cached = ss[f"seedexp_live_{key}"] = ((id(job), len(snap.epoch_records)), fig, fig.to_json())
+                if snap.done:
+                    st.plotly_chart(cached[1], key=f"seedexp_curve_{key}")
+                else:  # updated in place while it trains
+                    live_plotly_chart(cached[2], height=cached[1].layout.height, key=f"seedexp_live_curve_{key}")
     done = sum(j.done for j in jobs.values())
     if running and done != ss.get("seedexp_done", 0):  # a variant finished: redraw the page to show its maps
         ss["seedexp_done"] = done

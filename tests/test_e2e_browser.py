@@ -56,10 +56,6 @@ def test_home_sentence_to_heatmap(server):
         shot(page, "home")
 
 
-LIVE_CHART_JS = ("const liveChart = () => [...document.querySelectorAll('iframe')]"
-                 ".find(f => f.src.includes('live_plotly_chart')).contentDocument; ")
-
-
 def test_train_upload_start_watch_finish_then_inspect(server):
     with browser_page() as page:
         page.goto(f"{server}/Train")
@@ -75,13 +71,13 @@ def test_train_upload_start_watch_finish_then_inspect(server):
         progress = main.get_by_text(re.compile(r"epoch \d+/400"))
         progress.first.wait_for()
         first = progress.first.inner_text()
-        curves = page.frame_locator("iframe[src*='live_plotly_chart']").first
-        curves.get_by_text("loss", exact=True).first.wait_for()  # the live curves' subplot title
+        curves = main.locator(".live-plotly-chart").first
+        curves.get_by_text("loss", exact=True).wait_for()  # the live curves' subplot title
         # The live chart is updated in place: the same plotly graph, drawn again with new data.
-        page.evaluate(LIVE_CHART_JS + "liveChart().querySelector('.js-plotly-plot').__mark = 1")
-        start = page.evaluate(LIVE_CHART_JS + "+liveChart().body.dataset.updates")
-        page.wait_for_function(LIVE_CHART_JS + f"+liveChart().body.dataset.updates >= {start + 3}", timeout=60_000)
-        assert page.evaluate(LIVE_CHART_JS + "liveChart().querySelector('.js-plotly-plot').__mark") == 1
+        curves.evaluate("c => { c.__mark = 1 }")
+        start = int(curves.get_attribute("data-updates"))
+        page.wait_for_function(f"c => +c.dataset.updates >= {start + 3}", arg=curves.element_handle(), timeout=60_000)
+        assert curves.evaluate("c => c.__mark") == 1
         shot(page, "train_live")
         page.wait_for_function(
             "t => !document.body.innerText.includes(t)", arg=first.split(" · ")[1], timeout=60_000

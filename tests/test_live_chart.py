@@ -11,7 +11,6 @@ from streamlit.testing.v1 import AppTest
 
 from ui import live_chart
 
-ROOT = Path(__file__).resolve().parents[1]
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 
@@ -23,10 +22,9 @@ def fresh_cache(tmp_path, monkeypatch):
     live_chart.asset_dir.cache_clear()
 
 
-def test_asset_folder_holds_the_page_and_the_packaged_plotly_js(fresh_cache):
+def test_asset_folder_holds_the_packaged_plotly_js(fresh_cache):
     folder = live_chart.asset_dir()
     assert folder.parent == fresh_cache / "attention-playground"
-    assert (folder / "index.html").read_bytes() == (ROOT / "ui" / "live_chart" / "index.html").read_bytes()
     assert (folder / "plotly.min.js").read_bytes() == PLOTLY_JS.read_bytes()
     assert plotly.__version__ in folder.name
     live_chart.asset_dir.cache_clear()
@@ -64,13 +62,14 @@ def _script() -> None:
 def test_the_live_chart_keeps_its_identity_while_its_figure_changes(fresh_cache):
     at = AppTest.from_function(_script, default_timeout=30).run()
     assert not at.exception
-    first = at.get("component_instance")
-    assert len(first) == 1
-    args = json.loads(first[0].proto.json_args)
-    assert args["height"] == 222 and json.loads(args["spec"])["data"][0]["y"] == [0]
+    first = at.get("bidi_component")
+    assert len(first) == 1 and first[0].proto.component_name == "attention_playground.live_plotly_chart"
+    data = json.loads(first[0].proto.json)
+    assert data["height"] == 222 and json.loads(data["spec"])["data"][0]["y"] == [0]
+    assert data["plotly"].startswith("component/") and data["plotly"].endswith("/plotly.min.js")
     plain_id = at.get("plotly_chart")[0].proto.id
     at.run()
-    second = at.get("component_instance")[0].proto
-    assert json.loads(json.loads(second.json_args)["spec"])["data"][0]["y"] == [0, 1]
+    second = at.get("bidi_component")[0].proto
+    assert json.loads(json.loads(second.json)["spec"])["data"][0]["y"] == [0, 1]
     assert second.id == first[0].proto.id  # same element: the browser updates it in place…
     assert at.get("plotly_chart")[0].proto.id != plain_id  # …where st.plotly_chart becomes a new chart

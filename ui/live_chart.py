@@ -3,14 +3,17 @@
 ``st.plotly_chart`` gives a chart a new identity whenever its figure changes, so the browser
 throws the chart away and builds a new one on every update: while a training was watched
 that cost the browser ~0.25 of a core for the curves alone, and a zoom or a hover label
-vanished every 0.4 s. This custom component (a small HTML page with plotly.js, in an iframe
-that stays mounted) draws each new figure with ``Plotly.react`` instead. plotly.js is the
-copy that ships inside the ``plotly`` Python package: nothing is fetched from the internet.
+vanished every 0.4 s. This is a Streamlit v2 component (a few lines of JavaScript in the page
+itself, ``live_chart/live_chart.js``) that draws each new figure with ``Plotly.react``.
+
+plotly.js is the copy that ships inside the ``plotly`` Python package (nothing is fetched
+from the internet). It is served by Streamlit's static route for v1 components, which only
+serves files from inside a declared folder, so it is copied once into a cache folder, and
+loaded once per page by the first live chart on it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -20,10 +23,14 @@ from pathlib import Path
 
 import plotly
 import plotly.graph_objects as go
-import streamlit.components.v1 as components
+import streamlit as st
+import streamlit.components.v1 as components_v1
 
-_HERE = Path(__file__).with_name("live_chart")
-COMPONENT = "live_plotly_chart"
+_JS = (Path(__file__).with_name("live_chart") / "live_chart.js").read_text(encoding="utf-8")
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+_ASSETS = "live_plotly_assets"
+
+_chart = st.components.v2.component("attention_playground.live_plotly_chart", js=_JS, isolate_styles=False)
 
 
 def _cache_root() -> Path:
@@ -33,23 +40,15 @@ def _cache_root() -> Path:
 
 @lru_cache(maxsize=1)
 def asset_dir() -> Path:
-    """A folder with the component's page and plotly.min.js (copied from the plotly package).
-
-    Streamlit serves a component's files only from inside its folder (symlinks are resolved
-    and must stay inside), so plotly.js is copied once per plotly version and page version.
-    """
-    page = (_HERE / "index.html").read_bytes()
-    plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    tag = f"{plotly.__version__}-{hashlib.sha256(page).hexdigest()[:12]}"
+    """A folder holding plotly.min.js, copied from the plotly package once per plotly version."""
     for root in (_cache_root(), Path(tempfile.gettempdir()) / "attention-playground"):
-        target = root / f"live-chart-{tag}"
-        if (target / "index.html").exists() and (target / "plotly.min.js").exists():
+        target = root / f"plotly-js-{plotly.__version__}"
+        if (target / "plotly.min.js").is_file():
             return target
         try:
             root.mkdir(parents=True, exist_ok=True)
-            staging = Path(tempfile.mkdtemp(dir=root, prefix=".live-chart-"))
-            (staging / "index.html").write_bytes(page)
-            shutil.copyfile(plotly_js, staging / "plotly.min.js")
+            staging = Path(tempfile.mkdtemp(dir=root, prefix=".plotly-js-"))
+            shutil.copyfile(PLOTLY_JS, staging / "plotly.min.js")
             try:
                 staging.rename(target)  # atomic: two servers starting at once both end with a whole folder
             except OSError:  # the other one won
@@ -57,16 +56,26 @@ def asset_dir() -> Path:
             return target
         except OSError:
             continue  # an unwritable cache folder: try the temp folder
-    raise OSError("cannot write the live chart's files to a cache or temp folder")
+    raise OSError("cannot write plotly.js to a cache or temp folder for the live charts")
+
+
+def _plotly_url() -> str:
+    """plotly.min.js's address, relative to the app's base URL."""
+    name = components_v1.declare_component(_ASSETS, path=str(asset_dir())).name
+    return f"component/{name}/plotly.min.js"
+
+
+def preload(key: str = "live_chart_preload") -> None:
+    """Load plotly.js for the live charts in the background (draws nothing), before the first one is needed."""
+    _chart(data={"plotly": _plotly_url()}, key=key)
 
 
 def live_plotly_chart(fig: go.Figure | str, *, key: str, height: int | None = None, config: dict | None = None) -> None:
     """Draw ``fig`` (a figure, or its ``to_json()``); later calls with the same ``key`` update that chart in place.
 
-    An unchanged figure costs the browser nothing (the page compares the JSON it got last).
+    An unchanged figure costs the browser nothing (the chart compares the JSON it drew last).
     """
-    component = components.declare_component(COMPONENT, path=str(asset_dir()))
     spec = fig if isinstance(fig, str) else fig.to_json()
     if height is None:
         height = (fig if isinstance(fig, go.Figure) else go.Figure(json.loads(spec))).layout.height or 400
-    component(spec=spec, height=int(height), config=config or {}, key=key, default=None)
+    _chart(data={"spec": spec, "height": int(height), "config": config or {}, "plotly": _plotly_url()}, key=key)

@@ -1,0 +1,77 @@
+// A plotly chart that stays mounted: each new figure from Python is drawn with Plotly.react, so
+// the axes and the SVG are kept, only what changed is redrawn, and a zoom survives the update.
+// (st.plotly_chart mounts a new chart whenever its figure changes.) A Streamlit v2 component
+// in the page itself; plotly.js is loaded once per page, from the copy in the plotly package.
+
+function loadPlotly(url) {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!window.__livePlotlyLoading) {
+    window.__livePlotlyLoading = new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = url;
+      script.async = true;
+      script.onload = () => resolve(window.Plotly);
+      script.onerror = () => {
+        window.__livePlotlyLoading = null;
+        reject(new Error(`cannot load plotly.js from ${url}`));
+      };
+      document.head.appendChild(script);
+    });
+  }
+  return window.__livePlotlyLoading;
+}
+
+function faded(color, alpha) {  // "#31333f" → "rgba(49, 51, 63, 0.6)": the text colour of Streamlit's own charts
+  const m = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec((color || "").trim());
+  return m ? `rgba(${parseInt(m[1], 16)}, ${parseInt(m[2], 16)}, ${parseInt(m[3], 16)}, ${alpha})` : undefined;
+}
+
+function themed(layout, element) {  // the app's font, text colour and background (light or dark theme)
+  const css = getComputedStyle(element);
+  const v = (name) => css.getPropertyValue(name).trim() || undefined;
+  const background = v("--st-background-color");
+  const font = { family: v("--st-font"), size: 12, color: faded(v("--st-text-color"), 0.6), ...(layout.font || {}) };
+  return { ...layout, font, ...(background ? { paper_bgcolor: background, plot_bgcolor: background } : {}) };
+}
+
+function forgetRemoved() {  // charts whose element left the page: free plotly's listeners
+  const live = window.__livePlotlyCharts || (window.__livePlotlyCharts = new Set());
+  for (const chart of live) {
+    if (!chart.isConnected) {
+      if (window.Plotly) window.Plotly.purge(chart);
+      live.delete(chart);
+    }
+  }
+  return live;
+}
+
+export default function ({ data, parentElement }) {
+  const { spec, height, config, plotly } = data;
+  if (spec === undefined) {  // preload: fetch plotly.js once the page is idle, so the first live chart draws at once
+    const load = () => loadPlotly(new URL(plotly, document.baseURI).href).catch(() => undefined);
+    if (window.requestIdleCallback) window.requestIdleCallback(load, { timeout: 3000 }); else setTimeout(load, 500);
+    return;
+  }
+  let chart = parentElement.querySelector(".live-plotly-chart");
+  if (!chart) {
+    chart = document.createElement("div");
+    chart.className = "live-plotly-chart";
+    chart.dataset.updates = "0";  // how many figures it has drawn: read by the tests and benchmarks/app_latency.py
+    forgetRemoved().add(chart);
+    parentElement.appendChild(chart);
+  }
+  chart.style.minHeight = `${height}px`;  // its room is kept while plotly.js loads
+  chart.__pending = { spec, height, config };
+  loadPlotly(new URL(plotly, document.baseURI).href).then((Plotly) => {
+    const next = chart.__pending;
+    if (!next || next.spec === chart.__drawn) return undefined;  // an unchanged figure costs nothing
+    chart.__drawn = next.spec;
+    const fig = JSON.parse(next.spec);
+    const layout = themed({ ...fig.layout, height: next.height, autosize: true, uirevision: "keep" }, parentElement);
+    return Plotly.react(chart, fig.data, layout, { responsive: true, displaylogo: false, ...next.config }).then(() => {
+      chart.dataset.updates = String(Number(chart.dataset.updates) + 1);
+    });
+  }).catch((err) => {
+    chart.textContent = `The live chart cannot be drawn: ${err.message}`;
+  });
+}
