@@ -548,6 +548,14 @@ def evaluate_texts(
             "evaluate on data with the same label names the model was trained on (or pick the right --label-col)",
         )
     probs = predict_probabilities(model, encoder, texts)
+    return metrics_from_probabilities(probs, [index[y] for y in labels], label_names)
+
+
+def metrics_from_probabilities(probs: np.ndarray, y_true: Sequence[int], label_names: Sequence[str]):
+    """Accuracy, macro F1 and confusion of predicted probabilities (N, C) against label indices.
+
+    NaN rows (no known word, see :func:`predict_probabilities`) are left out.
+    """
     kept = ~np.isnan(probs).any(axis=1)
-    y_true = [index[y] for y, k in zip(labels, kept, strict=True) if k]
-    return classification_metrics(y_true, probs[kept].argmax(axis=1).tolist(), list(label_names))
+    truth = [y for y, k in zip(y_true, kept, strict=True) if k]
+    return classification_metrics(truth, probs[kept].argmax(axis=1).tolist(), list(label_names))

@@ -105,7 +105,9 @@ if job is not None:
     b3.button("Reset", icon=":material/restart_alt:", on_click=on_reset, key="train_reset", use_container_width=True,
               help="Forget this job on the page (a finished run stays saved on disk).")
 
-    @st.fragment(run_every=0.4 if running else None)  # ≥ 2 visible updates per second
+    every = jobs.live_refresh_seconds() if running else None  # 0.4 s; slower when many learners train at once
+
+    @st.fragment(run_every=every)
     def live() -> None:
         j = st.session_state.get("train_job")
         if j is None:
@@ -114,7 +116,14 @@ if job is not None:
         snap = j.snapshot()
         train_views.progress(snap)
         train_views.probe_heatmap(snap)  # its chart is redrawn only when a new epoch's probe arrives
-        if snap.done and running:  # the thread just ended: redraw the page once, buttons enabled
+        if not running:
+            return
+        if snap.done:  # the job just ended: redraw the page once, buttons enabled
+            st.rerun(scope="app")
+        if every > jobs.LIVE_REFRESH:
+            st.caption(f"The live view is redrawn every {every:.1f} s while {jobs.active_jobs()} trainings share "
+                       "this server (every 0.4 s for up to two).")
+        if jobs.live_refresh_seconds() != every:  # trainings started or ended elsewhere: poll at the new pace
             st.rerun(scope="app")
 
     live()
@@ -127,7 +136,7 @@ if job is not None:
             st.success(f"Training {snap.state}. {snap.message}{saved}")
         if job.run is not None and job.run.history.epochs:
             st.header("3 · Results")
-            train_views.results(job.run, job.run_path)
+            train_views.results(job.run, job.run_path, job.validation_probs)
 
 # -- 4. runs --------------------------------------------------------------------------------------
 st.header("Runs")

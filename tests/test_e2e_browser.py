@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,10 @@ def test_train_upload_start_watch_finish_then_inspect(server):
         main.get_by_text(re.compile("Training (finished|stopped)")).wait_for(timeout=180_000)
         main.get_by_text("Validation accuracy", exact=True).wait_for()
         shot(page, "train_done")
+        with page.expect_download() as download:  # the run's zip is made when the button is clicked
+            main.get_by_role("button", name=re.compile("Download run")).click()
+        with zipfile.ZipFile(download.value.path()) as z:
+            assert {"model.safetensors", "config.json", "history.json"} <= set(z.namelist())
         page.goto(f"{server}/Inspect")
         page.get_by_test_id("stMain").get_by_text("L1 · H1").first.wait_for()
         shot(page, "inspect")

@@ -133,3 +133,18 @@ def test_runs_saved_at_the_same_moment_under_one_name_all_keep_their_folder(tmp_
     assert len(set(paths)) == 8
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["same-name"] + [f"same-name-{i}" for i in range(2, 9)])
     assert all(load_run(p).name == run.name for p in paths)
+
+
+def test_a_job_ships_its_validation_predictions_and_the_live_pace_follows_the_job_count(tmp_path):
+    trainer = Trainer(TINY, TrainConfig(epochs=2, batch_size=2, val_fraction=0.5),
+                      dataset_from_lists(TEXTS * 2, LABELS * 2), load_embeddings())
+    job = TrainingJob(trainer, tmp_path, "val")
+    assert jobs.active_jobs() == 0
+    job.start()
+    assert jobs.active_jobs() == 1
+    job.join(60)
+    assert jobs.active_jobs() == 0
+    texts, _ = job.run.validation
+    assert len(texts) == 6 and job.validation_probs.shape == (6, 2)
+    assert job.validation_probs == pytest.approx(job.run.predict_proba(texts))  # the same as the server would make
+    assert [jobs.live_refresh_seconds(n) for n in (0, 1, 2, 3, 4, 5)] == pytest.approx([0.4, 0.4, 0.4, 0.8, 0.8, 1.2])

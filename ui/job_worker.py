@@ -159,10 +159,13 @@ def run_job(conn: Connection) -> None:
         result = trainer.run(on_step=reporter.on_step, on_epoch=reporter.on_epoch)
         ended.set()  # what follows is saving: the server closing the connection now is no reason to warn
         reporter.flush()
-        path = None
+        path, val_probs = None, None
         if result.history.epochs:  # a run stopped before its first epoch has nothing to keep
-            path = save_new_run(Run.from_result(result, name=name), runs_dir, name)
-        reporter.send(("end", result.history.status, result.history.message, str(path) if path else None))
+            run = Run.from_result(result, name=name)
+            path = save_new_run(run, runs_dir, name)
+            if run.validation[0]:  # the results' predictions, made here rather than in the server
+                val_probs = run.predict_proba(run.validation[0])
+        reporter.send(("end", result.history.status, result.history.message, str(path) if path else None, val_probs))
     except InputError as err:
         reporter.send(("failed", str(err)))
     except Exception as err:  # the page shows the message; the server is not affected
