@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.apptest_helpers import chart
-
 TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -100,9 +98,10 @@ def test_tiny_training_flow_completes_and_saves_a_run(runs_dir):
     assert any(s.value.startswith("Training finished") for s in at.success)
     assert any(m.label == "Validation accuracy" for m in at.metric)
     assert at.get("download_button")
-    curves = chart(at, "train_curves")  # once done, the curves are an ordinary plotly chart (the live one is gone)
+    live = [c for c in at.get("bidi_component") if c.proto.id.endswith("-train_live_curves_chart")]
+    curves = json.loads(json.loads(live[0].proto.json)["spec"])  # the live chart, now with the whole run
     assert {t["name"] for t in curves["data"]} >= {"train loss", "validation loss"}
-    assert not [c for c in at.get("bidi_component") if c.proto.id.endswith("-train_live_curves_chart")]
+    assert len(curves["data"][1]["x"]) == 3  # train loss after each of the 3 epochs
 
 
 def test_a_diverging_run_stops_with_advice_and_the_same_name_never_overwrites(runs_dir):

@@ -43,8 +43,9 @@ def progress(snap: JobSnapshot, key: str = "train") -> None:
     """The live progress line and curves of a job (redrawn 2.5 times a second).
 
     The curves' figure is kept in the session and only its data replaced: building it anew
-    cost ~30 ms of the server's time per redraw. While the job runs the chart is a
-    :func:`live_plotly_chart`, updated in place in the browser; once it is done, a normal one.
+    cost ~30 ms of the server's time per redraw. The chart is a :func:`live_plotly_chart`,
+    updated in place in the browser, also when the job ends (a zoom survives; the browser
+    does not build the chart again while it draws the results).
     """
     eta = f" · about {snap.eta_seconds:.0f} s left" if snap.eta_seconds is not None and not snap.done else ""
     label = (f"{snap.state} · epoch {snap.epoch}/{snap.epochs} · step {snap.step_in_epoch}/{snap.steps_per_epoch} · "
@@ -52,11 +53,7 @@ def progress(snap: JobSnapshot, key: str = "train") -> None:
     st.progress(snap.progress, text=label)
     if snap.epoch_records:
         curves = st.session_state.setdefault(f"{key}_live_curves", figures.LiveTrainingCurves())
-        fig = curves(snap.epoch_records, snap.step_losses)
-        if snap.done:
-            st.plotly_chart(fig, key=f"{key}_curves")
-        else:
-            live_plotly_chart(fig, key=f"{key}_live_curves_chart")
+        live_plotly_chart(curves(snap.epoch_records, snap.step_losses), key=f"{key}_live_curves_chart")
 
 
 def probe_heatmap(snap: JobSnapshot, key: str = "train") -> None:
@@ -74,10 +71,7 @@ def probe_heatmap(snap: JobSnapshot, key: str = "train") -> None:
             attn[-1].mean(0), s["tokens"],
             title=f"“{s['text']}” · last layer, head average · after epoch {snap.probe['epoch']}")
         cached = st.session_state[f"{key}_live_heatmap"] = (signature, fig, fig.to_json(), fig.layout.height)
-    if snap.done:
-        st.plotly_chart(cached[1], key=f"{key}_probe_heatmap")
-    else:  # in place: redrawn only when the JSON changed (once an epoch)
-        live_plotly_chart(cached[2], height=cached[3], key=f"{key}_live_probe_chart")
+    live_plotly_chart(cached[2], height=cached[3], key=f"{key}_live_probe_chart")  # redrawn when the JSON changes
 
 
 def results(run: Run, run_path: Path | None, probs: np.ndarray | None = None) -> None:
