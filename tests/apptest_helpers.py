@@ -16,6 +16,13 @@ def chart(at: AppTest, key: str) -> dict:
     return json.loads(found[0].proto.spec)
 
 
+def live_chart(at: AppTest, key: str) -> dict:
+    """The figure JSON of the live chart (ui.live_chart) drawn with ``key``."""
+    found = [c for c in at.get("bidi_component") if c.proto.id.endswith(f"-{key}")]
+    assert found, f"no live chart {key}"
+    return json.loads(json.loads(found[0].proto.json)["spec"])
+
+
 def array(value: list | dict) -> np.ndarray:
     """A plotly JSON array: a plain list, or plotly's typed array ``{"dtype", "bdata", "shape"}``."""
     if isinstance(value, dict):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from tests.apptest_helpers import live_chart
 
 TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,15 +19,11 @@ def runs_dir(tmp_path, monkeypatch):
     return tmp_path / "runs"
 
 
-def chart_json(at: AppTest, i: int) -> dict:
-    return json.loads(at.get("plotly_chart")[i].proto.spec)
-
-
 def test_home_predicts_the_default_sentence_at_once():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
     assert not at.exception
     assert at.subheader[0].value.startswith("Prediction: ")
-    heatmap = chart_json(at, 1)["data"][0]
+    heatmap = live_chart(at, "home_heatmap")["data"][0]
     assert heatmap["type"] == "heatmap" and heatmap["zmin"] == 0 and heatmap["zmax"] == 1
     assert heatmap["y"] == ["the", "food", "was", "not", "good", "at", "all"]
     assert at.selectbox(key="home_run").value.startswith("Bundled")
@@ -36,10 +33,10 @@ def test_home_new_sentence_new_heatmap_and_unknown_words_marked():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
     at.text_input(key="home_text").input("what a xqzzy great phone").run()
     assert not at.exception
-    assert chart_json(at, 1)["data"][0]["x"] == ["what", "a", "<unk>", "great", "phone"]
+    assert live_chart(at, "home_heatmap")["data"][0]["x"] == ["what", "a", "<unk>", "great", "phone"]
     assert any("xqzzy" in c.value for c in at.caption)
     at.radio(key="home_head").set_value("Head 2").run()
-    assert "Head 2" in chart_json(at, 1)["layout"]["title"]["text"]
+    assert "Head 2" in live_chart(at, "home_heatmap")["layout"]["title"]["text"]
 
 
 def test_home_all_unknown_sentence_is_a_clear_error():
@@ -98,8 +95,7 @@ def test_tiny_training_flow_completes_and_saves_a_run(runs_dir):
     assert any(s.value.startswith("Training finished") for s in at.success)
     assert any(m.label == "Validation accuracy" for m in at.metric)
     assert at.get("download_button")
-    live = [c for c in at.get("bidi_component") if c.proto.id.endswith("-train_live_curves_chart")]
-    curves = json.loads(json.loads(live[0].proto.json)["spec"])  # the live chart, now with the whole run
+    curves = live_chart(at, "train_live_curves_chart")  # the live chart, now with the whole run
     assert {t["name"] for t in curves["data"]} >= {"train loss", "validation loss"}
     assert len(curves["data"][1]["x"]) == 3  # train loss after each of the 3 epochs
 

@@ -3,8 +3,24 @@
 // (st.plotly_chart mounts a new chart whenever its figure changes.) A Streamlit v2 component
 // in the page itself; plotly.js is loaded once per page, from the copy in the plotly package.
 
-function loadPlotly(url) {
-  if (window.Plotly) return Promise.resolve(window.Plotly);
+function streamlitPlotly(timeoutMs) {  // Streamlit's own plotly chunk, if a chart of its own is loading it
+  return new Promise((resolve) => {
+    const t0 = performance.now();
+    const poll = () => {
+      if (window.Plotly) resolve(window.Plotly);
+      else if (!document.querySelector('[data-testid="stPlotlyChart"]') || performance.now() - t0 > timeoutMs) resolve(null);
+      else setTimeout(poll, 25);
+    };
+    poll();
+  });
+}
+
+async function loadPlotly(url) {
+  if (window.Plotly) return window.Plotly;
+  // Streamlit's bundle of plotly.js sets window.Plotly: a page with a st.plotly_chart on it has
+  // it (or is loading it) already, and a second copy would cost ~1 s of the browser's time.
+  const theirs = await streamlitPlotly(5000);
+  if (theirs) return theirs;
   if (!window.__livePlotlyLoading) {
     window.__livePlotlyLoading = new Promise((resolve, reject) => {
       const script = document.createElement("script");
@@ -31,7 +47,10 @@ function themed(layout, element) {  // the app's font, text colour and backgroun
   const v = (name) => css.getPropertyValue(name).trim() || undefined;
   const background = v("--st-background-color");
   const font = { family: v("--st-font"), size: 12, color: faded(v("--st-text-color"), 0.6), ...(layout.font || {}) };
-  return { ...layout, font, ...(background ? { paper_bgcolor: background, plot_bgcolor: background } : {}) };
+  const text = v("--st-text-color");
+  const title = typeof layout.title === "object" && text  // titles in the text colour, as Streamlit's charts draw them
+    ? { ...layout.title, font: { color: text, ...(layout.title.font || {}) } } : layout.title;
+  return { ...layout, font, title, ...(background ? { paper_bgcolor: background, plot_bgcolor: background } : {}) };
 }
 
 function forgetRemoved() {  // charts whose element left the page: free plotly's listeners
