@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
 st.set_page_config(page_title="Home · Attention Playground", page_icon=":material/search:", layout="wide")
@@ -11,19 +10,19 @@ st.caption(
     "Learn how attention works by looking inside a real model. Type a sentence: a small attention "
     "classifier reads it, predicts its sentiment, and shows you which words each word attended to."
 )
-# On a cold start the browser fetches and parses plotly.js (~1 s) only when the first chart
-# arrives. A blank chart sent now makes it do that while the server imports torch (~1.5 s).
-_warmup = st.empty()
-_warmup.plotly_chart(go.Figure(layout={"height": 20, "margin": {"t": 0, "b": 0}}), key="home_warmup")
+# On a cold start the browser fetches and compiles plotly.js (~1 s) only when asked. The live
+# charts' preload asks now, while the server imports torch (~1.5 s).
+from ui import live_chart  # noqa: E402 — light: plotly and streamlit only
 
-import numpy as np  # noqa: E402 — the heavy imports come after the warm-up above
+with st.sidebar:  # where its empty element leaves no gap in the page
+    live_chart.preload(at_once=True)
+
+import numpy as np  # noqa: E402 — the heavy imports come after the preload above
 
 from attention_core.errors import InputError  # noqa: E402
 from ui import figures  # noqa: E402
 from ui.common import EXAMPLES, active_run_picker  # noqa: E402
 from ui.live_chart import live_plotly_chart  # noqa: E402
-
-_warmup.empty()
 
 with st.sidebar:
     picked = active_run_picker("home_run")

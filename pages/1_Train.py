@@ -15,7 +15,8 @@ from ui.jobs import TrainingJob
 
 page_setup("Train", ":material/model_training:")
 jobs.warm_up()  # the process that trains jobs: started once per server, ready before Start is clicked
-live_chart.preload()  # plotly.js for the live charts, loaded while the learner reads the page
+with st.sidebar:  # plotly.js for the live charts, loaded while the learner reads the page
+    live_chart.preload()
 st.title("Train a model")
 
 

@@ -54,6 +54,11 @@ def test_home_sentence_to_heatmap(server):
         box.press("Enter")
         main.locator("g.ytick text", has_text="rude").first.wait_for()  # the heatmap's rows are the new tokens
         assert main.locator(".js-plotly-plot").count() >= 2
+        # The home page's charts are live charts drawn by the plotly.js the app serves (no st.plotly_chart
+        # on the page brings Streamlit's), and the new sentence was drawn into the same chart.
+        assert page.evaluate("() => !!document.querySelector('script[src$=\"/plotly.min.js\"]')")
+        heatmap = main.locator(".live-plotly-chart", has=page.locator("g.ytick text", has_text="rude"))
+        assert int(heatmap.get_attribute("data-updates")) >= 2
         shot(page, "home")
 
 

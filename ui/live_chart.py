@@ -6,10 +6,11 @@ that cost the browser ~0.25 of a core for the curves alone, and a zoom or a hove
 vanished every 0.4 s. This is a Streamlit v2 component (a few lines of JavaScript in the page
 itself, ``live_chart/live_chart.js``) that draws each new figure with ``Plotly.react``.
 
-plotly.js is the copy that ships inside the ``plotly`` Python package (nothing is fetched
-from the internet). It is served by Streamlit's static route for v1 components, which only
-serves files from inside a declared folder, so it is copied once into a cache folder, and
-loaded once per page by the first live chart on it.
+plotly.js: Streamlit's own bundle of it sets ``window.Plotly`` when the page shows any
+``st.plotly_chart``, and the live charts use that. On a page without one, they load the copy
+that ships inside the ``plotly`` Python package (nothing is fetched from the internet), once
+per page; Streamlit serves it through its static route for v1 components, which serves files
+only from inside a declared folder, so it is copied once into a cache folder.
 """
 
 from __future__ import annotations
@@ -65,9 +66,12 @@ def _plotly_url() -> str:
     return f"component/{name}/plotly.min.js"
 
 
-def preload(key: str = "live_chart_preload") -> None:
-    """Load plotly.js for the live charts in the background (draws nothing), before the first one is needed."""
-    _chart(data={"plotly": _plotly_url()}, key=key)
+def preload(key: str = "live_chart_preload", *, at_once: bool = False) -> None:
+    """Load plotly.js for the live charts (draws nothing) before the first one is needed.
+
+    By default once the browser is idle; ``at_once`` for a page whose first chart comes soon.
+    """
+    _chart(data={"plotly": _plotly_url(), "at_once": at_once}, key=key)
 
 
 def live_plotly_chart(fig: go.Figure | str, *, key: str, height: int | None = None, config: dict | None = None) -> None:

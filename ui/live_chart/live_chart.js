@@ -15,7 +15,19 @@ function streamlitPlotly(timeoutMs) {  // Streamlit's own plotly chunk, if a cha
   });
 }
 
-async function loadPlotly(url) {
+function loadPlotly(url) {
+  // One plotly.js for every live chart of the page, kept once found: a chart is always redrawn
+  // by the copy that drew it, even if another copy sets window.Plotly later.
+  if (!window.__livePlotlyFound) {
+    window.__livePlotlyFound = findPlotly(url).then((plotly) => (window.__livePlotly = plotly), (err) => {
+      window.__livePlotlyFound = null;  // try again with the next figure
+      throw err;
+    });
+  }
+  return window.__livePlotlyFound;
+}
+
+async function findPlotly(url) {
   if (window.Plotly) return window.Plotly;
   // Streamlit's bundle of plotly.js sets window.Plotly: a page with a st.plotly_chart on it has
   // it (or is loading it) already, and a second copy would cost ~1 s of the browser's time.
@@ -57,7 +69,7 @@ function forgetRemoved() {  // charts whose element left the page: free plotly's
   const live = window.__livePlotlyCharts || (window.__livePlotlyCharts = new Set());
   for (const chart of live) {
     if (!chart.isConnected) {
-      if (window.Plotly) window.Plotly.purge(chart);
+      if (window.__livePlotly) window.__livePlotly.purge(chart);
       live.delete(chart);
     }
   }
@@ -66,9 +78,11 @@ function forgetRemoved() {  // charts whose element left the page: free plotly's
 
 export default function ({ data, parentElement }) {
   const { spec, height, config, plotly } = data;
-  if (spec === undefined) {  // preload: fetch plotly.js once the page is idle, so the first live chart draws at once
+  if (spec === undefined) {  // preload: fetch plotly.js now or once the page is idle, so the first live chart draws at once
     const load = () => loadPlotly(new URL(plotly, document.baseURI).href).catch(() => undefined);
-    if (window.requestIdleCallback) window.requestIdleCallback(load, { timeout: 3000 }); else setTimeout(load, 500);
+    if (data.at_once) load();
+    else if (window.requestIdleCallback) window.requestIdleCallback(load, { timeout: 3000 });
+    else setTimeout(load, 500);
     return;
   }
   let chart = parentElement.querySelector(".live-plotly-chart");
