@@ -10,18 +10,21 @@ Measured in one run, against a real ``streamlit run app.py`` driven by headless 
    chart counts its own redraws) while the ``default`` preset trains on the 3,000 UCI sentences,
    and how often the progress line changes;
 4. UI vs CLI — training throughput (examples/s from the run's history) through the page and
-   through ``python -m attention_core train`` with the same preset, data and epochs;
+   through ``python -m attention_core train`` with the same preset, data and epochs (on 2
+   threads, its default, and on 1, as the page trains), and through the page with its tab
+   closed right after Start (what the page's plumbing costs without a browser beside it);
 5. four sessions — four browser sessions open the Train page, then start training within a
    few seconds of each other: all must finish with their own saved run, while the health
-   endpoint is polled (max / p95 latency from the first Start to the last finish; the
-   pages' first loads are reported apart).
+   endpoint is polled every 0.25 s from a process of its own (max / p95 latency from the
+   first Start to the last finish, and when the checks over 100 ms happened; the pages'
+   first loads are reported apart), then the same four trainings with their tabs closed.
 
 The browser runs without root's right to raise its own threads' priority (see
 ``tests.browser.chromium_executable``), as a learner's browser would.
 
 Goals (issue 3): first heatmap ≤ 5 s; sentence → heatmap ≤ 300 ms; ≥ 2 updates/s while
 training; UI at most 15 % slower than the CLI; four sessions all finish, health < 100 ms.
-Run: ``python benchmarks/app_latency.py`` (≈ 3 min); prints a table and a last JSON line.
+Run: ``python benchmarks/app_latency.py`` (≈ 5–6 min); prints a table and a last JSON line.
 """
 
 from __future__ import annotations

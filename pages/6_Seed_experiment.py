@@ -14,13 +14,15 @@ from attention_core.backprop import SeedKernel
 from attention_core.errors import InputError
 from attention_core.runs import safe_name
 from attention_core.training import SEED_TRAIN
-from ui import figures
+from ui import figures, live_chart
 from ui import jobs as training_jobs
 from ui.common import ROOT, embeddings, page_setup, runs_dir
 from ui.jobs import TrainingJob
 from ui.live_chart import live_plotly_chart
 
 page_setup("Seed experiment", ":material/science:")
+with st.sidebar:  # plotly.js for the live loss curves, loaded while the learner reads the page
+    live_chart.preload()
 training_jobs.warm_up()
 st.title("The seed's experiment")
 st.caption(
