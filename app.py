@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-st.set_page_config(page_title="Home · Attention Playground", page_icon=":material/search:", layout="wide")
+st.set_page_config(page_title="Home · Attention Playground", page_icon="🔎", layout="wide")
 st.title("Attention Playground")
 st.caption(
     "Learn how attention works by looking inside a real model. Type a sentence: a small attention "

@@ -13,7 +13,7 @@ from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, page_setup, runs_dir
 from ui.forms import hyperparameter_form
 from ui.jobs import TrainingJob
 
-page_setup("Train", ":material/model_training:")
+page_setup("Train", "📈")
 jobs.warm_up()  # the process that trains jobs: started once per server, ready before Start is clicked
 with st.sidebar:  # plotly.js for the live charts, loaded while the learner reads the page
     live_chart.preload()

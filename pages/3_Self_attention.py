@@ -14,7 +14,7 @@ from attention_core.attention import attention_steps
 from ui import explainer_figures as xf
 from ui.common import page_setup
 
-page_setup("Self-attention step by step", ":material/functions:")
+page_setup("Self-attention step by step", "🧮")
 st.title(":material/functions: Self-attention step by step")
 st.caption("Six tokens, three numbers each: follow every number from the inputs to the context vectors. Each number "
            "below is computed by `attention_steps`, the function the models in this app run. The example follows "

@@ -15,7 +15,7 @@ from ui import explainer_figures as xf
 from ui import figures
 from ui.common import embeddings, page_setup
 
-page_setup("Cross-attention and masks", ":material/compare_arrows:")
+page_setup("Cross-attention and masks", "🔀")
 st.title(":material/compare_arrows: Cross-attention and masks")
 st.caption("In cross-attention the queries come from one sequence and the keys and values from another, so the "
            "weights are a T × S rectangle. Every number is computed by `attention_steps`, the function the models in "

@@ -21,7 +21,7 @@ from attention_core.errors import InputError
 from ui import figures
 from ui.common import ROOT, embeddings, page_setup
 
-page_setup("Backpropagation", ":material/function:")
+page_setup("Backpropagation", "🔁")
 st.title("Backpropagation through attention")
 st.caption(
     "The seed post derives every gradient of its model — one attention head, a linear layer, average pooling, softmax "

@@ -20,7 +20,7 @@ from ui.common import ROOT, embeddings, page_setup, runs_dir
 from ui.jobs import TrainingJob
 from ui.live_chart import live_plotly_chart
 
-page_setup("Seed experiment", ":material/science:")
+page_setup("Seed experiment", "🧪")
 with st.sidebar:  # plotly.js for the live loss curves, loaded while the learner reads the page
     live_chart.preload()
 training_jobs.warm_up()

@@ -108,16 +108,20 @@ def test_train_upload_start_watch_finish_then_inspect(server):
 PAGES = ["Train", "Inspect", "Self_attention", "Cross_attention_and_masks", "Backpropagation", "Seed_experiment"]
 
 
-@pytest.mark.parametrize("name", PAGES)
-def test_every_page_opens_with_its_first_figure(server, name):
+@pytest.mark.parametrize("name", ["", *PAGES])
+def test_every_page_opens_with_its_first_figure_and_fetches_nothing_from_outside(server, name):
     with browser_page() as page:
+        outside = []  # the app runs offline: every request goes to its own server
+        page.on("request", lambda r: outside.append(r.url) if not r.url.startswith((server, "data:", "blob:")) else None)
         page.goto(f"{server}/{name}")
         main = page.get_by_test_id("stMain")
         if name == "Seed_experiment":  # its figures are the experiment's: run it
             main.get_by_role("button", name="Train all three").click()
         main.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
         assert not main.get_by_test_id("stException").count()
-        shot(page, f"page_{name}")
+        page.wait_for_load_state("networkidle")
+        assert not outside, outside
+        shot(page, f"page_{name or 'home'}")
 
 
 def test_stopping_the_server_mid_training_keeps_the_run(tmp_path):

@@ -92,4 +92,6 @@ def active_run_picker(key: str, *, label: str = "Model") -> tuple[Path, Run] | N
 
 
 def page_setup(title: str, icon: str) -> None:
+    """Every page's config. ``icon`` is an emoji: Streamlit fetches a ``:material/…:`` favicon from
+    fonts.gstatic.com, and the app must not reach the internet."""
     st.set_page_config(page_title=f"{title} · Attention Playground", page_icon=icon, layout="wide")
