@@ -18,10 +18,11 @@ Messages on the job's connection (pickled tuples):
   jobs ending at once do not keep the server busy for a second with them.
 
 A thread in the server (one per job, asleep in ``recv``) folds these into the job object; the
-page's fragment polls :meth:`TrainingJob.snapshot` twice a second. Every poll is a heartbeat: a
-job whose tab was closed (no heartbeat for ``orphan_after`` seconds) stops itself, and so does
-a job whose server went away. Every finished, stopped or diverged job saves its run to disk
-before it ends, so nothing trained is lost.
+page's fragment polls :meth:`TrainingJob.snapshot` every 0.4 s (slower while many jobs run,
+see :func:`live_refresh_seconds`). Every poll is a heartbeat: a job whose tab was closed (no
+heartbeat for ``orphan_after`` seconds) stops itself, and so does a job whose server went away.
+Every finished, stopped or diverged job saves its run to disk before it ends, so nothing
+trained is lost.
 """
 
 from __future__ import annotations
