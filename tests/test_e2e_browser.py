@@ -60,6 +60,11 @@ def test_home_sentence_to_heatmap(server):
         heatmap = main.locator(".live-plotly-chart", has=page.locator("g.ytick text", has_text="rude"))
         assert int(heatmap.get_attribute("data-updates")) >= 2
         shot(page, "home")
+        # A narrower column (as when the sidebar is shown) without a window resize: the chart follows it.
+        page.evaluate("() => { document.querySelector('[data-testid=stMainBlockContainer]').style.maxWidth = '700px' }")
+        page.wait_for_function("c => Math.abs(c.querySelector('.main-svg').getBoundingClientRect().width - c.offsetWidth) < 2",
+                               arg=heatmap.element_handle(), timeout=10_000)
+        assert heatmap.evaluate("c => c.offsetWidth") < 700
 
 
 def test_train_upload_start_watch_finish_then_inspect(server):

@@ -92,6 +92,11 @@ export default function ({ data, parentElement }) {
     chart.dataset.updates = "0";  // how many figures it has drawn: read by the tests and benchmarks/app_latency.py
     forgetRemoved().add(chart);
     parentElement.appendChild(chart);
+    let width = 0;  // the page's column can change width without the window resizing (sidebar shown or hidden)
+    new ResizeObserver(() => {
+      if (chart.offsetWidth !== width && chart.__drawn && window.__livePlotly) window.__livePlotly.Plots.resize(chart);
+      width = chart.offsetWidth;
+    }).observe(chart);
   }
   chart.style.minHeight = `${height}px`;  // its room is kept while plotly.js loads
   chart.__pending = { spec, height, config };
