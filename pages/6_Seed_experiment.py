@@ -136,10 +136,7 @@ def live() -> None:
                 if cached is None or cached[0] != (id(job), len(snap.epoch_records)):
                     fig = figures.loss_curve(snap.epoch_records)
                     cached = ss[f"seedexp_live_{key}"] = ((id(job), len(snap.epoch_records)), fig, fig.to_json())
-                if snap.done:
-                    st.plotly_chart(cached[1], key=f"seedexp_curve_{key}")
-                else:  # updated in place while it trains
-                    live_plotly_chart(cached[2], height=cached[1].layout.height, key=f"seedexp_live_curve_{key}")
+                live_plotly_chart(cached[2], height=cached[1].layout.height, key=f"seedexp_live_curve_{key}")  # in place
     done = sum(j.done for j in jobs.values())
     if running and done != ss.get("seedexp_done", 0):  # a variant finished: redraw the page to show its maps
         ss["seedexp_done"] = done
