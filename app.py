@@ -22,7 +22,6 @@ import numpy as np  # noqa: E402 — the heavy imports come after the preload ab
 from attention_core.errors import InputError  # noqa: E402
 from ui import figures  # noqa: E402
 from ui.common import EXAMPLES, active_run_picker  # noqa: E402
-from ui.live_chart import live_plotly_chart  # noqa: E402
 
 with st.sidebar:
     picked = active_run_picker("home_run")
@@ -62,7 +61,7 @@ except InputError as err:
 left, right = st.columns([1, 2], gap="large")
 with left:
     st.subheader(f"Prediction: {prediction.label}")
-    live_plotly_chart(figures.probability_bars(prediction.probabilities, predicted=prediction.label), key="home_probs")
+    live_chart.live_plotly_chart(figures.probability_bars(prediction.probabilities, predicted=prediction.label), key="home_probs")
 with right:
     st.subheader("Tokens the model read")
     chips = " ".join(
@@ -88,7 +87,7 @@ c1, c2 = st.columns(2)
 layer = layer_names.index(c1.radio("Layer", layer_names, horizontal=True, key="home_layer"))
 head = c2.radio("Head", head_options, horizontal=True, key="home_head")
 weights = attn[layer].mean(0) if head == head_options[0] else attn[layer, head_options.index(head) - 1]
-live_plotly_chart(
+live_chart.live_plotly_chart(
     figures.attention_heatmap(weights, prediction.tokens, title=f"{layer_names[layer]} · {head}"),
     key="home_heatmap",
 )

@@ -18,7 +18,6 @@ from ui import figures, live_chart
 from ui import jobs as training_jobs
 from ui.common import ROOT, embeddings, page_setup, runs_dir
 from ui.jobs import TrainingJob
-from ui.live_chart import live_plotly_chart
 
 page_setup("Seed experiment", "🧪")
 with st.sidebar:  # plotly.js for the live loss curves, loaded while the learner reads the page
@@ -135,8 +134,8 @@ def live() -> None:
                 cached = ss.get(f"seedexp_live_{key}")
                 if cached is None or cached[0] != (id(job), len(snap.epoch_records)):
                     fig = figures.loss_curve(snap.epoch_records)
-                    cached = ss[f"seedexp_live_{key}"] = ((id(job), len(snap.epoch_records)), fig, fig.to_json())
-                live_plotly_chart(cached[2], height=cached[1].layout.height, key=f"seedexp_live_curve_{key}")  # in place
+                    cached = ss[f"seedexp_live_{key}"] = ((id(job), len(snap.epoch_records)), fig.to_json(), fig.layout.height)
+                live_chart.live_plotly_chart(cached[1], height=cached[2], key=f"seedexp_live_curve_{key}")  # in place
     done = sum(j.done for j in jobs.values())
     if running and done != ss.get("seedexp_done", 0):  # a variant finished: redraw the page to show its maps
         ss["seedexp_done"] = done

@@ -53,7 +53,7 @@ ORPHAN_AFTER = 90.0  # seconds without a heartbeat before a job stops itself (5 
 HEARTBEAT_EVERY = 1.0  # the page sends at most one heartbeat a second
 HOST_START_TIMEOUT = 120.0  # importing torch on a busy machine
 # Torch threads per training job. 1 by default: with the page open, the browser redrawing the
-# live charts uses ~0.7 of a core here, and two OpenMP threads beside it (or beside other
+# live charts uses ~0.35-0.5 of a core here, and two OpenMP threads beside it (or beside other
 # learners' jobs) collapse 3-20x. 0 = choose by measuring while training
 # (attention_core.threads.ThreadTuner): ~35 % faster for a lone job nobody watches, ~25 % slower
 # for four jobs side by side (its trials of 2 threads slow every job).

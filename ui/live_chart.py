@@ -81,5 +81,5 @@ def live_plotly_chart(fig: go.Figure | str, *, key: str, height: int | None = No
     """
     spec = fig if isinstance(fig, str) else fig.to_json()
     if height is None:
-        height = (fig if isinstance(fig, go.Figure) else go.Figure(json.loads(spec))).layout.height or 400
+        height = (fig.layout.height if isinstance(fig, go.Figure) else json.loads(spec).get("layout", {}).get("height")) or 400
     _chart(data={"spec": spec, "height": int(height), "config": config or {}, "plotly": _plotly_url()}, key=key)

@@ -70,8 +70,8 @@ def probe_heatmap(snap: JobSnapshot, key: str = "train") -> None:
         fig = figures.attention_heatmap(
             attn[-1].mean(0), s["tokens"],
             title=f"“{s['text']}” · last layer, head average · after epoch {snap.probe['epoch']}")
-        cached = st.session_state[f"{key}_live_heatmap"] = (signature, fig, fig.to_json(), fig.layout.height)
-    live_plotly_chart(cached[2], height=cached[3], key=f"{key}_live_probe_chart")  # redrawn when the JSON changes
+        cached = st.session_state[f"{key}_live_heatmap"] = (signature, fig.to_json(), fig.layout.height)
+    live_plotly_chart(cached[1], height=cached[2], key=f"{key}_live_probe_chart")  # redrawn when the JSON changes
 
 
 def results(run: Run, run_path: Path | None, probs: np.ndarray | None = None) -> None:

@@ -1,7 +1,8 @@
 // A plotly chart that stays mounted: each new figure from Python is drawn with Plotly.react, so
 // the axes and the SVG are kept, only what changed is redrawn, and a zoom survives the update.
 // (st.plotly_chart mounts a new chart whenever its figure changes.) A Streamlit v2 component
-// in the page itself; plotly.js is loaded once per page, from the copy in the plotly package.
+// in the page itself; plotly.js is Streamlit's copy when the page has one, else the copy in the
+// plotly package, loaded once per page.
 
 function streamlitPlotly(timeoutMs) {  // Streamlit's own plotly chunk, if a chart of its own is loading it
   return new Promise((resolve) => {
@@ -69,6 +70,7 @@ function forgetRemoved() {  // charts whose element left the page: free plotly's
   const live = window.__livePlotlyCharts || (window.__livePlotlyCharts = new Set());
   for (const chart of live) {
     if (!chart.isConnected) {
+      chart.__resizes.disconnect();
       if (window.__livePlotly) window.__livePlotly.purge(chart);
       live.delete(chart);
     }
@@ -93,10 +95,11 @@ export default function ({ data, parentElement }) {
     forgetRemoved().add(chart);
     parentElement.appendChild(chart);
     let width = 0;  // the page's column can change width without the window resizing (sidebar shown or hidden)
-    new ResizeObserver(() => {
+    chart.__resizes = new ResizeObserver(() => {
       if (chart.offsetWidth !== width && chart.__drawn && window.__livePlotly) window.__livePlotly.Plots.resize(chart);
       width = chart.offsetWidth;
-    }).observe(chart);
+    });
+    chart.__resizes.observe(chart);
   }
   chart.style.minHeight = `${height}px`;  // its room is kept while plotly.js loads
   chart.__pending = { spec, height, config };
