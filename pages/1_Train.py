@@ -9,7 +9,7 @@ from attention_core.data import detect_columns, load_dataset, read_table
 from attention_core.errors import InputError
 from attention_core.training import DEFAULT_TRAIN
 from ui import jobs, live_chart, train_views
-from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, page_setup, runs_dir
+from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, kept, page_setup, runs_dir
 from ui.forms import hyperparameter_form
 from ui.jobs import TrainingJob
 
@@ -33,7 +33,7 @@ def build_dataset(data: bytes, name: str, text_col: str, label_col: str):
 
 # -- 1. data --------------------------------------------------------------------------------------
 st.header("1 · Data")
-source = st.radio("Dataset", [*BUNDLED_DATA, "Upload a CSV"], key="train_source")
+source = st.radio("Dataset", [*BUNDLED_DATA, "Upload a CSV"], **kept("train_source"))
 if source == "Upload a CSV":
     upload = st.file_uploader("CSV with a text column and a label column (UTF-8 or Latin-1; comma, semicolon or tab)",
                               type=["csv", "tsv", "txt"], key="train_upload")

@@ -97,6 +97,7 @@ def test_train_upload_start_watch_finish_then_inspect(server):
         nav.get_by_role("link", name="app").click()
         main.get_by_text("Prediction:").wait_for()
         nav.get_by_role("link", name="Train").click()
+        main.get_by_text("small.csv: utf-8").wait_for()  # back on Train: still the uploaded data, not the default
         main.get_by_text(re.compile(r"epoch \d+/400")).first.wait_for()
         main.get_by_text(re.compile("Training (finished|stopped)")).wait_for(timeout=180_000)
         main.get_by_text("Validation accuracy", exact=True).wait_for()

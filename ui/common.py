@@ -91,6 +91,24 @@ def active_run_picker(key: str, *, label: str = "Model") -> tuple[Path, Run] | N
         return None
 
 
+def kept(key: str) -> dict:
+    """Widget arguments (``key``, ``on_change``) for a choice that survives a visit to another page.
+
+    Streamlit forgets the value of a widget that a page run does not draw, so a learner who
+    looks at another page while a training runs would come back to the default choice (e.g.
+    the bundled dataset instead of the CSV being trained on). The value is also kept under a key
+    of its own, which Streamlit does not clear, and put back when the widget's is gone.
+    """
+    copy = f"{key}__kept"
+    if key not in st.session_state and copy in st.session_state:
+        st.session_state[key] = st.session_state[copy]
+    return {"key": key, "on_change": _keep, "args": (key,)}
+
+
+def _keep(key: str) -> None:
+    st.session_state[f"{key}__kept"] = st.session_state[key]
+
+
 def page_setup(title: str, icon: str) -> None:
     """Every page's config. ``icon`` is an emoji: Streamlit fetches a ``:material/…:`` favicon from
     fonts.gstatic.com, and the app must not reach the internet."""
