@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402 — the heavy imports come after the preload ab
 
 from attention_core.errors import InputError  # noqa: E402
 from ui import figures  # noqa: E402
-from ui.common import EXAMPLES, active_run_picker  # noqa: E402
+from ui.common import EXAMPLES, active_run_picker, kept  # noqa: E402
 
 with st.sidebar:
     picked = active_run_picker("home_run")
@@ -36,10 +36,6 @@ st.sidebar.caption(
     f"embeddings: {run.encoder.embeddings.source.describe()}"
 )
 
-if "home_text" not in st.session_state:
-    st.session_state["home_text"] = EXAMPLES[0]
-
-
 def use_example() -> None:
     choice = st.session_state.get("home_example")
     if choice:
@@ -47,7 +43,7 @@ def use_example() -> None:
 
 
 st.pills("Try an example", EXAMPLES, key="home_example", on_change=use_example)
-text = st.text_input("Your sentence", key="home_text", max_chars=500, placeholder="Type a sentence in English…")
+text = st.text_input("Your sentence", **kept("home_text", EXAMPLES[0]), max_chars=500, placeholder="Type a sentence in English…")
 if not text.strip():
     st.info("Type a sentence above to see the model's prediction and its attention.")
     st.stop()
@@ -84,8 +80,8 @@ attn = np.asarray(prediction.attention)  # (L, H, T, T)
 layer_names = [f"Layer {i + 1}" for i in range(attn.shape[0])]
 head_options = ["Average of heads"] + [f"Head {h + 1}" for h in range(attn.shape[1])]
 c1, c2 = st.columns(2)
-layer = layer_names.index(c1.radio("Layer", layer_names, horizontal=True, key="home_layer"))
-head = c2.radio("Head", head_options, horizontal=True, key="home_head")
+layer = layer_names.index(c1.radio("Layer", layer_names, horizontal=True, **kept("home_layer", layer_names[0], layer_names)))
+head = c2.radio("Head", head_options, horizontal=True, **kept("home_head", head_options[0], head_options))
 weights = attn[layer].mean(0) if head == head_options[0] else attn[layer, head_options.index(head) - 1]
 live_chart.live_plotly_chart(
     figures.attention_heatmap(weights, prediction.tokens, title=f"{layer_names[layer]} · {head}"),

@@ -33,7 +33,8 @@ def build_dataset(data: bytes, name: str, text_col: str, label_col: str):
 
 # -- 1. data --------------------------------------------------------------------------------------
 st.header("1 · Data")
-source = st.radio("Dataset", [*BUNDLED_DATA, "Upload a CSV"], **kept("train_source"))
+sources = [*BUNDLED_DATA, "Upload a CSV"]
+source = st.radio("Dataset", sources, **kept("train_source", sources[0], sources))
 if source == "Upload a CSV":
     upload = st.file_uploader("CSV with a text column and a label column (UTF-8 or Latin-1; comma, semicolon or tab)",
                               type=["csv", "tsv", "txt"], key="train_upload")
@@ -54,9 +55,8 @@ except InputError as err:
     st.stop()
 columns = list(table.columns)
 c1, c2 = st.columns(2)
-text_col = c1.selectbox("Text column", columns, index=columns.index(text_guess), key=f"train_text_{name}", help=text_why)
-label_col = c2.selectbox("Label column", columns, index=columns.index(label_guess), key=f"train_label_{name}",
-                         help=label_why)
+text_col = c1.selectbox("Text column", columns, **kept(f"train_text_{name}", text_guess, columns), help=text_why)
+label_col = c2.selectbox("Label column", columns, **kept(f"train_label_{name}", label_guess, columns), help=label_why)
 try:
     dataset = build_dataset(data, name, text_col, label_col)
 except InputError as err:

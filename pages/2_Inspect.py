@@ -14,7 +14,7 @@ import torch
 from attention_core.errors import InputError
 from attention_core.explain import SALIENCY_METHODS, explain, top_k_mask
 from ui import figures
-from ui.common import EXAMPLES, active_run_picker, get_run, page_setup, run_choices
+from ui.common import EXAMPLES, active_run_picker, get_run, kept, page_setup, run_choices
 
 page_setup("Inspect", "🔬")
 st.title(":material/biotech: Inspect a model")
@@ -39,22 +39,23 @@ st.sidebar.caption(f"**{run.name}** · {cfg.n_layers} layer(s) × {cfg.n_heads} 
 
 # -- the sentence ---------------------------------------------------------------------------------
 val_texts, val_labels = run.validation
-source = st.radio("Sentence", ["Type a sentence", "Pick one from the validation set"], horizontal=True, key="inspect_source")
+SOURCES = ["Type a sentence", "Pick one from the validation set"]
+source = st.radio("Sentence", SOURCES, horizontal=True, **kept("inspect_source", SOURCES[0], SOURCES))
 true_label = None
-if source == "Type a sentence" or not val_texts:
-    if source != "Type a sentence":
+if source == SOURCES[0] or not val_texts:
+    if source != SOURCES[0]:
         st.caption("This run kept no validation rows: type a sentence instead.")
-    text = st.text_input("Your sentence", EXAMPLES[0], key="inspect_text", max_chars=500)
+    text = st.text_input("Your sentence", **kept("inspect_text", EXAMPLES[0]), max_chars=500)
 else:
     i = st.selectbox(f"Validation sentence ({len(val_texts):,}, held out from training)", range(len(val_texts)),
-                     key=f"inspect_val_{path.name}",
+                     **kept(f"inspect_val_{path.name}", 0, range(len(val_texts))),
                      format_func=lambda i: f"{val_texts[i]}  ·  true label: {run.label_names[val_labels[i]]}")
     text, true_label = val_texts[i], run.label_names[val_labels[i]]
 if not text.strip():
     st.info("Type a sentence above to inspect it.")
     st.stop()
 
-method = st.session_state.get("inspect_method", SALIENCY_METHODS[0])  # its selectbox sits in the saliency tab
+method = SALIENCY_METHODS[kept("inspect_method", SALIENCY_METHODS[0], SALIENCY_METHODS)["index"]]  # selectbox: saliency tab
 cache = st.session_state.setdefault("inspect_explanations", {})
 cache_key = (str(path), (path / "model.safetensors").stat().st_mtime_ns, text, method)
 if cache_key not in cache:
@@ -118,8 +119,8 @@ with tabs[0]:
     zoom_col, filter_col = st.columns([3, 1], gap="large")
     with filter_col:
         st.markdown("**Filter**")
-        k = st.number_input("Keep the top k per row (0 = all)", 0, 256, 0, key="inspect_topk")
-        threshold = st.slider("Hide weights below", 0.0, 1.0, 0.0, 0.01, key="inspect_threshold")
+        k = st.number_input("Keep the top k per row (0 = all)", 0, 256, **kept("inspect_topk", 0))
+        threshold = st.slider("Hide weights below", 0.0, 1.0, step=0.01, **kept("inspect_threshold", 0.0))
     raw = attn[layer].mean(0) if head == n_heads else attn[layer, head]
     shown = top_k_mask(torch.from_numpy(raw), k=int(k) or None, threshold=threshold or None).numpy()
     filters = [f for f in (f"top {k} per row" if k else "", f"weights ≥ {threshold:.2f}" if threshold else "") if f]
@@ -143,7 +144,8 @@ with tabs[1]:
                f"through all layers: it averages the heads, uses {residual}and multiplies the layers' maps from the "
                "first up, so a row tells how much of that word's final vector comes from each input word.")
     st.subheader("Which words mattered?")
-    st.selectbox("Saliency method", SALIENCY_METHODS, key="inspect_method", format_func=METHODS.get,
+    st.selectbox("Saliency method", SALIENCY_METHODS, **kept("inspect_method", SALIENCY_METHODS[0], SALIENCY_METHODS),
+                 format_func=METHODS.get,
                  help="gradient × input and integrated gradients are signed (+ pushes towards the predicted class); "
                       "the gradient norm is a size only.")
     sal = ex.saliency.numpy()
@@ -230,12 +232,12 @@ with tabs[3]:
 
 # -- compare --------------------------------------------------------------------------------------
 with tabs[4]:
-    mode = st.radio("Compare", ["Two sentences, same model", "Same sentence, two models"], horizontal=True,
-                    key="inspect_compare_mode")
+    modes = ["Two sentences, same model", "Same sentence, two models"]
+    mode = st.radio("Compare", modes, horizontal=True, **kept("inspect_compare_mode", modes[0], modes))
     choices = run_choices()
     current = st.session_state.get("inspect_run")
-    if mode == "Two sentences, same model":
-        other = st.text_input("Second sentence", EXAMPLES[1], key="inspect_compare_text", max_chars=500)
+    if mode == modes[0]:
+        other = st.text_input("Second sentence", **kept("inspect_compare_text", EXAMPLES[1]), max_chars=500)
         sides = [(current, run, text), (current, run, other)]
     else:
         others = [n for n in choices if n != current] or list(choices)

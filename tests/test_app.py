@@ -83,7 +83,7 @@ def test_tiny_training_flow_completes_and_saves_a_run(runs_dir):
     at.radio(key="train_preset").set_value("Custom").run()
     at.number_input(key="train_default_c_epochs").set_value(3)
     at.number_input(key="train_default_c_layers").set_value(1)
-    at.text_input(key="train_default_c_name").set_value("tiny run")
+    at.text_input(key="train_default_c_name_small.csv").set_value("tiny run")
     at.button[0].click().run()  # the form's Start button
     assert not at.exception
     job = at.session_state["train_job"]
@@ -108,7 +108,7 @@ def test_a_diverging_run_stops_with_advice_and_the_same_name_never_overwrites(ru
     at.number_input(key="train_default_c_lr").set_value(1e4)
     at.selectbox(key="train_default_c_opt").set_value("sgd")
     at.toggle(key="train_default_c_block").set_value(False)
-    at.text_input(key="train_default_c_name").set_value("hot")
+    at.text_input(key="train_default_c_name_small.csv").set_value("hot")
     at.button[0].click().run()
     job = at.session_state["train_job"]
     job.join(120)
@@ -132,3 +132,43 @@ def test_an_impossible_setting_is_a_clear_error_not_a_crash():
     at.button[0].click().run()
     assert not at.exception
     assert "divisible" in at.error[0].value and "train_job" not in at.session_state
+
+
+def test_choices_survive_a_visit_to_another_page(monkeypatch, runs_dir):
+    """Streamlit forgets a widget's value when a page run does not draw it: the pages keep them (ui.common.kept)."""
+    from streamlit.elements.lib import policies
+
+    monkeypatch.setattr(policies, "_shown_default_value_warning", False)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    at.text_input(key="home_text").input("the soup was cold").run()
+    at.radio(key="home_head").set_value("Head 2").run()
+    at.switch_page("pages/1_Train.py").run()
+    at.radio(key="train_source").set_value(at.radio(key="train_source").options[1]).run()  # small.csv
+    at.radio(key="train_preset").set_value("Custom").run()
+    at.number_input(key="train_default_c_epochs").set_value(2)
+    at.number_input(key="train_default_c_layers").set_value(1)
+    at.selectbox(key="train_default_c_pos").set_value("learned")
+    at.text_input(key="train_default_c_name_small.csv").input("mine")
+    at.button[0].click().run()  # Start: the form's values are the learner's from now on
+    at.session_state["train_job"].join(120)
+    at.switch_page("pages/2_Inspect.py").run()
+    at.text_input(key="inspect_text").input("a truly great film").run()
+    assert not at.exception
+
+    at.switch_page("app.py").run()  # back home: the sentence and the head are the learner's
+    assert at.text_input(key="home_text").value == "the soup was cold"
+    assert at.radio(key="home_head").value == "Head 2"
+    assert live_chart(at, "home_heatmap")["data"][0]["x"] == ["the", "soup", "was", "cold"]
+    at.switch_page("pages/1_Train.py").run()  # the settings as they were left
+    assert at.radio(key="train_source").value == at.radio(key="train_source").options[1]
+    assert at.radio(key="train_preset").value == "Custom"
+    assert at.number_input(key="train_default_c_epochs").value == 2
+    assert at.number_input(key="train_default_c_layers").value == 1
+    assert at.selectbox(key="train_default_c_pos").value == "learned"
+    assert at.text_input(key="train_default_c_name_small.csv").value == "mine"
+    assert any(s.value.startswith("Training finished") for s in at.success)
+    assert (runs_dir / "mine" / "model.safetensors").is_file()
+    at.switch_page("pages/2_Inspect.py").run()
+    assert at.text_input(key="inspect_text").value == "a truly great film"
+    assert not at.exception
+    assert not policies._shown_default_value_warning  # no widget got both a default and a Session State value

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from attention_core.training import DEFAULT_TRAIN
 from tests.browser import CHROMIUM, app_server, browser_page
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,6 +99,7 @@ def test_train_upload_start_watch_finish_then_inspect(server):
         main.get_by_text("Prediction:").wait_for()
         nav.get_by_role("link", name="Train").click()
         main.get_by_text("small.csv: utf-8").wait_for()  # back on Train: still the uploaded data, not the default
+        assert main.get_by_label("Epochs").input_value() == "400"  # and the settings being trained with
         main.get_by_text(re.compile(r"epoch \d+/400")).first.wait_for()
         main.get_by_text(re.compile("Training (finished|stopped)")).wait_for(timeout=180_000)
         main.get_by_text("Validation accuracy", exact=True).wait_for()
@@ -106,6 +108,11 @@ def test_train_upload_start_watch_finish_then_inspect(server):
             main.get_by_role("button", name=re.compile("Download run")).click()
         with zipfile.ZipFile(download.value.path()) as z:
             assert {"model.safetensors", "config.json", "history.json"} <= set(z.namelist())
+            trained = json.loads(z.read("config.json"))["train"]
+        # Trained with what the form showed: the epochs typed, the preset's values for the rest (a form
+        # widget given its value through the Session State was once submitted with its minimum instead).
+        assert trained["epochs"] == 400
+        assert (trained["lr"], trained["val_fraction"]) == (DEFAULT_TRAIN.lr, DEFAULT_TRAIN.val_fraction)
         page.goto(f"{server}/Inspect")
         page.get_by_test_id("stMain").get_by_text("L1 · H1").first.wait_for()
         shot(page, "inspect")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import streamlit as st
@@ -91,22 +92,35 @@ def active_run_picker(key: str, *, label: str = "Model") -> tuple[Path, Run] | N
         return None
 
 
-def kept(key: str) -> dict:
-    """Widget arguments (``key``, ``on_change``) for a choice that survives a visit to another page.
+def kept(key: str, default: object = None, options: Sequence | None = None) -> dict:
+    """Widget arguments (``key`` and its starting ``value``, or ``index`` for ``options``) for a
+    choice that survives a visit to another page.
 
     Streamlit forgets the value of a widget that a page run does not draw, so a learner who
-    looks at another page while a training runs would come back to the default choice (e.g.
-    the bundled dataset instead of the CSV being trained on). The value is also kept under a key
-    of its own, which Streamlit does not clear, and put back when the widget's is gone.
+    looks at another page (say, while a training runs) would come back to the defaults: the
+    bundled dataset instead of the CSV being trained on, the preset's settings instead of the
+    ones being trained with, the example sentence instead of their own. The value is copied
+    under a key of its own, which Streamlit does not clear, on every run that draws the widget,
+    and becomes the widget's starting value when it is drawn again. The value is never written
+    to the widget's own key: a form widget given its value that way was submitted with its
+    *default* instead (the learning rate sent as the minimum, seen in the browser test), and
+    Streamlit warns about a widget given both. A kept value that is no longer among ``options``
+    (e.g. another CSV's columns) falls back to ``default``.
+
+    Example:
+        >>> st.number_input("Epochs", 1, 5000, **kept("train_epochs", 10))  # doctest: +SKIP
+        >>> st.selectbox("Pooling", POOLING, **kept("train_pool", "mean", POOLING))  # doctest: +SKIP
     """
     copy = f"{key}__kept"
-    if key not in st.session_state and copy in st.session_state:
-        st.session_state[key] = st.session_state[copy]
-    return {"key": key, "on_change": _keep, "args": (key,)}
-
-
-def _keep(key: str) -> None:
-    st.session_state[f"{key}__kept"] = st.session_state[key]
+    if key in st.session_state:  # the widget's current value (a form's: as last submitted)
+        st.session_state[copy] = st.session_state[key]
+    value = st.session_state.get(copy, default)
+    if options is None:
+        return {"key": key, "value": value}
+    options = list(options)
+    if value not in options:
+        value = default
+    return {"key": key, "index": options.index(value) if value in options else 0}
 
 
 def page_setup(title: str, icon: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import streamlit as st
@@ -9,6 +10,7 @@ import streamlit as st
 from attention_core import ModelConfig, TrainConfig, preset
 from attention_core.model import POOLING, POSITIONAL
 from attention_core.training import OPTIMIZERS
+from ui.common import kept
 
 PRESET_LABELS = {"Default": "default", "Seed (the Julia post)": "seed", "Custom": "default"}
 PRESET_HELP = {
@@ -27,45 +29,50 @@ def hyperparameter_form(
     """Draw the form; on submit return (run name, model config, train config, probe sentence).
 
     The form is drawn even while a job runs (submit disabled): a widget Streamlit does not
-    draw in a run loses its value, and the learner's settings should survive a training.
+    draw in a run loses its value, and the learner's settings should survive a training. They
+    also survive a visit to another page (:func:`ui.common.kept`).
     """
-    choice = st.radio("Preset", list(PRESET_LABELS), horizontal=True, key="train_preset")
+    choice = st.radio("Preset", list(PRESET_LABELS), horizontal=True, **kept("train_preset", "Default", PRESET_LABELS))
     st.caption(PRESET_HELP[choice])
     model, train = preset(PRESET_LABELS[choice])
     custom = choice == "Custom"
-    k = f"train_{PRESET_LABELS[choice]}_{'c' if custom else 'p'}_"  # each preset keeps its own widget values
+    p = f"train_{PRESET_LABELS[choice]}_{'c' if custom else 'p'}_"  # each preset keeps its own widget values
+
+    def k(name: str, default: object, options: Sequence | None = None) -> dict:
+        return kept(p + name, default, options)  # the values also survive a visit to another page
+
+    dims = [16, 32, 48, 64, 96, 128]
     with st.form("train_form", border=True):
         c1, c2, c3, c4 = st.columns(4)
-        epochs = c1.number_input("Epochs", 1, 5000, train.epochs, key=k + "epochs")
-        lr = c2.number_input("Learning rate", 1e-6, 1e4, train.lr, format="%.4g", key=k + "lr",
+        epochs = c1.number_input("Epochs", 1, 5000, **k("epochs", train.epochs))
+        lr = c2.number_input("Learning rate", 1e-6, 1e4, format="%.4g", **k("lr", train.lr),
                              help="Too high and the run diverges: try it, the app stops it and keeps the last good weights.")
-        batch = c3.number_input("Batch size", 1, 1024, train.batch_size, key=k + "batch", disabled=not custom)
-        seed = c4.number_input("Seed", 0, 2**31 - 1, train.seed, key=k + "seed")
+        batch = c3.number_input("Batch size", 1, 1024, **k("batch", train.batch_size), disabled=not custom)
+        seed = c4.number_input("Seed", 0, 2**31 - 1, **k("seed", train.seed))
         c1, c2, c3, c4 = st.columns(4)
-        layers = c1.number_input("Layers", 1, 6, model.n_layers, key=k + "layers", disabled=not custom)
-        heads = c2.number_input("Heads", 1, 8, model.n_heads, key=k + "heads", disabled=not custom)
-        d_model = c3.selectbox("Model dim", [16, 32, 48, 64, 96, 128], index=[16, 32, 48, 64, 96, 128].index(model.d_model)
-                               if model.d_model in (16, 32, 48, 64, 96, 128) else 3, key=k + "dmodel",
+        layers = c1.number_input("Layers", 1, 6, **k("layers", model.n_layers), disabled=not custom)
+        heads = c2.number_input("Heads", 1, 8, **k("heads", model.n_heads), disabled=not custom)
+        d_model = c3.selectbox("Model dim", dims, **k("dmodel", model.d_model if model.d_model in dims else 64, dims),
                                disabled=not custom or model.d_model is None)
-        val = c4.number_input("Validation share", 0.0, 0.5, train.val_fraction, step=0.05, key=k + "val")
+        val = c4.number_input("Validation share", 0.0, 0.5, step=0.05, **k("val", train.val_fraction))
         c1, c2, c3, c4 = st.columns(4)
-        positional = c1.selectbox("Positions", POSITIONAL, index=POSITIONAL.index(model.positional), key=k + "pos",
+        positional = c1.selectbox("Positions", POSITIONAL, **k("pos", model.positional, POSITIONAL),
                                   disabled=not custom, help="index = the seed's: append the position 0, 1, 2… as a feature")
-        pooling = c2.selectbox("Pooling", POOLING, index=POOLING.index(model.pooling), key=k + "pool", disabled=not custom)
-        optimizer = c3.selectbox("Optimizer", OPTIMIZERS, index=OPTIMIZERS.index(train.optimizer), key=k + "opt",
-                                 disabled=not custom)
-        dropout = c4.number_input("Dropout", 0.0, 0.9, model.dropout, step=0.05, key=k + "drop", disabled=not custom)
+        pooling = c2.selectbox("Pooling", POOLING, **k("pool", model.pooling, POOLING), disabled=not custom)
+        optimizer = c3.selectbox("Optimizer", OPTIMIZERS, **k("opt", train.optimizer, OPTIMIZERS), disabled=not custom)
+        dropout = c4.number_input("Dropout", 0.0, 0.9, step=0.05, **k("drop", model.dropout), disabled=not custom)
         c1, c2, c3, c4 = st.columns(4)
-        block = c1.toggle("Residual + norm + feed-forward", model.residual, key=k + "block", disabled=not custom)
-        freeze_emb = c2.toggle("Freeze word vectors", model.freeze_embeddings, key=k + "femb", disabled=not custom)
-        freeze_head = c3.toggle("Freeze classifier head", model.freeze_head, key=k + "fhead", disabled=not custom,
+        block = c1.toggle("Residual + norm + feed-forward", **k("block", model.residual), disabled=not custom)
+        freeze_emb = c2.toggle("Freeze word vectors", **k("femb", model.freeze_embeddings), disabled=not custom)
+        freeze_head = c3.toggle("Freeze classifier head", **k("fhead", model.freeze_head), disabled=not custom,
                                 help="The seed post froze it to watch only Q, K and V learn.")
-        class_weights = c4.toggle("Class weights", train.class_weights, key=k + "cw",
+        class_weights = c4.toggle("Class weights", **k("cw", train.class_weights),
                                   help="Weight the loss by inverse class frequency (for imbalanced data).")
         c1, c2, c3 = st.columns([2, 1, 1])
-        probe = c1.text_input("Probe sentence (its attention is recorded every epoch)", default_probe, key=k + "probe")
-        budget = c2.number_input("Time budget (s, 0 = none)", 0, 3600, 0, key=k + "budget")
-        name = c3.text_input("Run name", f"{choice.split()[0].lower()}-{data_name.rsplit('.', 1)[0]}", key=k + "name")
+        probe = c1.text_input("Probe sentence (its attention is recorded every epoch)", **k("probe", default_probe))
+        budget = c2.number_input("Time budget (s, 0 = none)", 0, 3600, **k("budget", 0))
+        suggested = f"{choice.split()[0].lower()}-{data_name.rsplit('.', 1)[0]}"
+        name = c3.text_input("Run name", **k(f"name_{data_name}", suggested))  # one per dataset: its suggestion follows
         submitted = st.form_submit_button("Start training", type="primary", use_container_width=True,
                                           disabled=disabled, icon=":material/play_arrow:")
     if not submitted:
