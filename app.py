@@ -21,7 +21,9 @@ import numpy as np  # noqa: E402 — the heavy imports come after the preload ab
 
 from attention_core.errors import InputError  # noqa: E402
 from ui import figures  # noqa: E402
-from ui.common import EXAMPLES, active_run_picker, kept  # noqa: E402
+from ui.common import EXAMPLES, active_run_picker, kept, settle_heap  # noqa: E402
+
+settle_heap()
 
 with st.sidebar:
     picked = active_run_picker("home_run")

@@ -9,11 +9,12 @@ from attention_core.data import detect_columns, load_dataset, read_table
 from attention_core.errors import InputError
 from attention_core.training import DEFAULT_TRAIN
 from ui import jobs, live_chart, train_views
-from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, kept, page_setup, runs_dir
+from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, kept, page_setup, runs_dir, still_live_views
 from ui.forms import hyperparameter_form
 from ui.jobs import TrainingJob
 
 page_setup("Train", "📈")
+still_live_views()
 jobs.warm_up()  # the process that trains jobs: started once per server, ready before Start is clicked
 with st.sidebar:  # plotly.js for the live charts, loaded while the learner reads the page
     live_chart.preload()

@@ -16,10 +16,11 @@ from attention_core.runs import safe_name
 from attention_core.training import SEED_TRAIN
 from ui import figures, live_chart
 from ui import jobs as training_jobs
-from ui.common import ROOT, embeddings, page_setup, runs_dir
+from ui.common import ROOT, embeddings, page_setup, runs_dir, still_live_views
 from ui.jobs import TrainingJob
 
 page_setup("Seed experiment", "🧪")
+still_live_views()
 with st.sidebar:  # plotly.js for the live loss curves, loaded while the learner reads the page
     live_chart.preload()
 training_jobs.warm_up()

@@ -44,3 +44,33 @@ def test_live_curves_rebuild_when_validation_lines_appear_or_go():
     without = live(epochs(3, val=False), [0.5] * 3)
     assert without is not with_val
     assert [t.name for t in without.data] == ["step loss", "train loss", "train accuracy"]
+
+
+def test_the_app_template_is_plotly_white_for_every_chart_kind_the_app_draws():
+    """The template keeps only what the app's charts use: each kind of trace they draw, plotly_white's look."""
+    import numpy as np
+
+    w = np.full((3, 3), 1 / 3)
+    drawn = [
+        figures.attention_heatmap(w, ["a", "b", "c"], title="t"),
+        figures.attention_grid(np.stack([np.stack([w, w])]), ["a", "b", "c"]),
+        figures.probability_bars({"neg": 0.3, "pos": 0.7}, predicted="pos"),
+        figures.training_curves(epochs(3), [0.9, 0.8]),
+        figures.confusion_heatmap([[3, 1], [0, 4]], ["neg", "pos"]),
+        figures.class_balance({"neg": 3, "pos": 4}),
+        figures.length_histogram([3, 5, 8], limit=64),
+        figures.token_scores(["a", "b"], {"s": [0.1, -0.2]}),
+        figures.matrix_table(w, ["a", "b", "c"], ["x", "y", "z"]),
+    ]
+    template = pio.templates[figures.TEMPLATE]
+    white = pio.templates["plotly_white"]
+    for fig in drawn:
+        layout = spec(fig)["layout"]
+        assert layout["template"] == json.loads(json.dumps(template.to_plotly_json()))  # the app's, not plotly's default
+        for trace in fig.data:
+            assert trace.type in template.data.to_plotly_json()  # styled like plotly_white
+            if trace.type == "heatmap":
+                assert trace.colorscale is not None  # the template no longer brings one
+    for key in ("paper_bgcolor", "plot_bgcolor", "font", "colorway", "xaxis", "yaxis"):
+        assert template.layout[key] == white.layout[key]
+    assert len(json.dumps(template.to_plotly_json())) < len(json.dumps(white.to_plotly_json())) / 2
