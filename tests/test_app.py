@@ -53,6 +53,8 @@ def test_train_page_shows_the_data_report_and_form():
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Rows kept"] == "3,000" and metrics["Classes"] == "2"
     assert at.radio(key="train_preset").options == ["Default", "Seed (the Julia post)", "Custom"]
+    # The live view redraws every 0.4 s: its progress bar and fading elements are not animated in between.
+    assert any("transition: none" in h.proto.body for h in at.get("html"))
 
 
 BAD_CSVS = [
