@@ -174,3 +174,49 @@ def test_choices_survive_a_visit_to_another_page(monkeypatch, runs_dir):
     assert at.text_input(key="inspect_text").value == "a truly great film"
     assert not at.exception
     assert not policies._shown_default_value_warning  # no widget got both a default and a Session State value
+
+
+def test_runs_list_rename_compare_delete_reopen(runs_dir):
+    """The runs list on the Train page: every saved run is listed, and can be renamed, compared and deleted."""
+    import json
+    import shutil
+
+    for name in ("first", "second"):
+        shutil.copytree(ROOT / "data" / "default_run", runs_dir / name)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    at.switch_page("pages/1_Train.py").run()
+
+    def listed() -> dict:
+        table = next(d.value for d in at.dataframe if "run" in d.value.columns)
+        return {row["run"]: row for row in table.to_dict("records")}
+
+    assert set(listed()) == {"first", "second"}
+    assert listed()["first"]["status"] == "finished"
+    history = json.loads((runs_dir / "first" / "history.json").read_text())
+    history["status"] = "stopped"  # a run whose files change is read again
+    (runs_dir / "first" / "history.json").write_text(json.dumps(history))
+    at.run()
+    assert listed()["first"]["status"] == "stopped"
+
+    at.multiselect(key="train_compare").set_value(["first", "second"]).run()
+    chart = next(c for c in at.get("plotly_chart") if c.proto.id.endswith("train_compare_chart") or
+                 "accuracy)" in c.proto.spec)
+    names = {t["name"].split(" (")[0] for t in json.loads(chart.proto.spec)["data"]}
+    assert names == {"first", "second"}  # both runs' curves in one chart
+    at.multiselect(key="train_compare").set_value([]).run()
+
+    at.selectbox(key="train_manage_pick").set_value("first").run()
+    at.text_input(key="train_rename_to").input("renamed").run()
+    at.button(key="train_rename").click().run()
+    assert not at.exception
+    assert set(listed()) == {"renamed", "second"} and (runs_dir / "renamed" / "model.safetensors").is_file()
+
+    at.selectbox(key="train_manage_pick").set_value("second").run()
+    at.button(key="train_delete").click().run()
+    assert (runs_dir / "second").is_dir()  # not before it is confirmed
+    at.button(key="train_delete_yes").click().run()
+    assert set(listed()) == {"renamed"} and not (runs_dir / "second").exists()
+
+    at.button(key="train_open").click().run()  # reopen: the home page, with that model
+    assert not at.exception
+    assert at.selectbox(key="home_run").value == "renamed"
