@@ -10,7 +10,7 @@ from attention_core.errors import InputError
 from attention_core.training import DEFAULT_TRAIN
 from ui import jobs, live_chart, train_views
 from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, kept, page_setup, runs_dir, still_live_views
-from ui.forms import hyperparameter_form
+from ui.forms import form_settings, hyperparameter_form
 from ui.jobs import TrainingJob
 
 page_setup("Train", "📈")
@@ -69,17 +69,28 @@ train_views.data_report(dataset, table, max_tokens=DEFAULT_TRAIN.max_tokens)
 st.header("2 · Train")
 job: TrainingJob | None = st.session_state.get("train_job")
 running = job is not None and job.alive
-try:  # a bad combination (e.g. 3 heads for model dim 64) is a ConfigError with a hint
-    submitted = hyperparameter_form(EXAMPLES[0], name, disabled=running)
-    if submitted is not None and not running:
-        run_name, model_cfg, train_cfg, probe = submitted
-        job = TrainingJob(Trainer(model_cfg, train_cfg, dataset, embeddings(train_cfg.vocab_limit)), runs_dir(), run_name)
-        job.start()
-        st.session_state["train_job"] = job
-        st.session_state["train_probe_pick"] = probe
-        st.rerun()
-except InputError as err:
-    st.error(f"Cannot start: {err}")
+
+
+def on_start() -> None:
+    """The form's Start (a callback: the page is then drawn once, with the job running)."""
+    current = st.session_state.get("train_job")
+    if current is not None and current.alive:  # a second click on its way before the form was disabled
+        return
+    try:  # a bad combination (e.g. 3 heads for model dim 64) is a ConfigError with a hint
+        run_name, model_cfg, train_cfg, probe = form_settings(name)
+        trainer = Trainer(model_cfg, train_cfg, dataset, embeddings(train_cfg.vocab_limit))
+    except InputError as err:
+        st.session_state["train_start_error"] = f"{err}"
+        return
+    job = TrainingJob(trainer, runs_dir(), run_name)
+    job.start()
+    st.session_state["train_job"] = job
+    st.session_state["train_probe_pick"] = probe
+
+
+hyperparameter_form(EXAMPLES[0], name, on_start=on_start, disabled=running)
+if error := st.session_state.pop("train_start_error", None):
+    st.error(f"Cannot start: {error}")
 
 
 def on_pause() -> None:

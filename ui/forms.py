@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import streamlit as st
@@ -23,20 +23,26 @@ PRESET_HELP = {
 }
 
 
-def hyperparameter_form(
-    default_probe: str, data_name: str, *, disabled: bool = False
-) -> tuple[str, ModelConfig, TrainConfig, str] | None:
-    """Draw the form; on submit return (run name, model config, train config, probe sentence).
+def _keys(choice: str) -> str:
+    """The prefix of a preset's widget keys: each preset keeps its own values."""
+    return f"train_{PRESET_LABELS[choice]}_{'c' if choice == 'Custom' else 'p'}_"
 
-    The form is drawn even while a job runs (submit disabled): a widget Streamlit does not
-    draw in a run loses its value, and the learner's settings should survive a training. They
-    also survive a visit to another page (:func:`ui.common.kept`).
+
+def hyperparameter_form(default_probe: str, data_name: str, *, on_start: Callable[[], None], disabled: bool = False) -> None:
+    """Draw the form; its Start button calls ``on_start``, which reads the settings with :func:`form_settings`.
+
+    Start is a callback, run before the page: the page is then drawn once, with the job running
+    and the form disabled (drawing it, then starting the job and drawing it all again, cost the
+    server and each watching browser half a page more per Start). The form is drawn even while
+    a job runs (submit disabled): a widget Streamlit does not draw in a run loses its value, and
+    the learner's settings should survive a training. They also survive a visit to another page
+    (:func:`ui.common.kept`).
     """
     choice = st.radio("Preset", list(PRESET_LABELS), horizontal=True, **kept("train_preset", "Default", PRESET_LABELS))
     st.caption(PRESET_HELP[choice])
     model, train = preset(PRESET_LABELS[choice])
     custom = choice == "Custom"
-    p = f"train_{PRESET_LABELS[choice]}_{'c' if custom else 'p'}_"  # each preset keeps its own widget values
+    p = _keys(choice)
 
     def k(name: str, default: object, options: Sequence | None = None) -> dict:
         return kept(p + name, default, options)  # the values also survive a visit to another page
@@ -44,45 +50,59 @@ def hyperparameter_form(
     dims = [16, 32, 48, 64, 96, 128]
     with st.form("train_form", border=True):
         c1, c2, c3, c4 = st.columns(4)
-        epochs = c1.number_input("Epochs", 1, 5000, **k("epochs", train.epochs))
-        lr = c2.number_input("Learning rate", 1e-6, 1e4, format="%.4g", **k("lr", train.lr),
-                             help="Too high and the run diverges: try it, the app stops it and keeps the last good weights.")
-        batch = c3.number_input("Batch size", 1, 1024, **k("batch", train.batch_size), disabled=not custom)
-        seed = c4.number_input("Seed", 0, 2**31 - 1, **k("seed", train.seed))
+        c1.number_input("Epochs", 1, 5000, **k("epochs", train.epochs))
+        c2.number_input("Learning rate", 1e-6, 1e4, format="%.4g", **k("lr", train.lr),
+                        help="Too high and the run diverges: try it, the app stops it and keeps the last good weights.")
+        c3.number_input("Batch size", 1, 1024, **k("batch", train.batch_size), disabled=not custom)
+        c4.number_input("Seed", 0, 2**31 - 1, **k("seed", train.seed))
         c1, c2, c3, c4 = st.columns(4)
-        layers = c1.number_input("Layers", 1, 6, **k("layers", model.n_layers), disabled=not custom)
-        heads = c2.number_input("Heads", 1, 8, **k("heads", model.n_heads), disabled=not custom)
-        d_model = c3.selectbox("Model dim", dims, **k("dmodel", model.d_model if model.d_model in dims else 64, dims),
-                               disabled=not custom or model.d_model is None)
-        val = c4.number_input("Validation share", 0.0, 0.5, step=0.05, **k("val", train.val_fraction))
+        c1.number_input("Layers", 1, 6, **k("layers", model.n_layers), disabled=not custom)
+        c2.number_input("Heads", 1, 8, **k("heads", model.n_heads), disabled=not custom)
+        c3.selectbox("Model dim", dims, **k("dmodel", model.d_model if model.d_model in dims else 64, dims),
+                     disabled=not custom or model.d_model is None)
+        c4.number_input("Validation share", 0.0, 0.5, step=0.05, **k("val", train.val_fraction))
         c1, c2, c3, c4 = st.columns(4)
-        positional = c1.selectbox("Positions", POSITIONAL, **k("pos", model.positional, POSITIONAL),
-                                  disabled=not custom, help="index = the seed's: append the position 0, 1, 2… as a feature")
-        pooling = c2.selectbox("Pooling", POOLING, **k("pool", model.pooling, POOLING), disabled=not custom)
-        optimizer = c3.selectbox("Optimizer", OPTIMIZERS, **k("opt", train.optimizer, OPTIMIZERS), disabled=not custom)
-        dropout = c4.number_input("Dropout", 0.0, 0.9, step=0.05, **k("drop", model.dropout), disabled=not custom)
+        c1.selectbox("Positions", POSITIONAL, **k("pos", model.positional, POSITIONAL),
+                     disabled=not custom, help="index = the seed's: append the position 0, 1, 2… as a feature")
+        c2.selectbox("Pooling", POOLING, **k("pool", model.pooling, POOLING), disabled=not custom)
+        c3.selectbox("Optimizer", OPTIMIZERS, **k("opt", train.optimizer, OPTIMIZERS), disabled=not custom)
+        c4.number_input("Dropout", 0.0, 0.9, step=0.05, **k("drop", model.dropout), disabled=not custom)
         c1, c2, c3, c4 = st.columns(4)
-        block = c1.toggle("Residual + norm + feed-forward", **k("block", model.residual), disabled=not custom)
-        freeze_emb = c2.toggle("Freeze word vectors", **k("femb", model.freeze_embeddings), disabled=not custom)
-        freeze_head = c3.toggle("Freeze classifier head", **k("fhead", model.freeze_head), disabled=not custom,
-                                help="The seed post froze it to watch only Q, K and V learn.")
-        class_weights = c4.toggle("Class weights", **k("cw", train.class_weights),
-                                  help="Weight the loss by inverse class frequency (for imbalanced data).")
+        c1.toggle("Residual + norm + feed-forward", **k("block", model.residual), disabled=not custom)
+        c2.toggle("Freeze word vectors", **k("femb", model.freeze_embeddings), disabled=not custom)
+        c3.toggle("Freeze classifier head", **k("fhead", model.freeze_head), disabled=not custom,
+                  help="The seed post froze it to watch only Q, K and V learn.")
+        c4.toggle("Class weights", **k("cw", train.class_weights),
+                  help="Weight the loss by inverse class frequency (for imbalanced data).")
         c1, c2, c3 = st.columns([2, 1, 1])
-        probe = c1.text_input("Probe sentence (its attention is recorded every epoch)", **k("probe", default_probe))
-        budget = c2.number_input("Time budget (s, 0 = none)", 0, 3600, **k("budget", 0))
+        c1.text_input("Probe sentence (its attention is recorded every epoch)", **k("probe", default_probe))
+        c2.number_input("Time budget (s, 0 = none)", 0, 3600, **k("budget", 0))
         suggested = f"{choice.split()[0].lower()}-{data_name.rsplit('.', 1)[0]}"
-        name = c3.text_input("Run name", **k(f"name_{data_name}", suggested))  # one per dataset: its suggestion follows
-        submitted = st.form_submit_button("Start training", type="primary", use_container_width=True,
-                                          disabled=disabled, icon=":material/play_arrow:")
-    if not submitted:
-        return None
-    if custom:
-        model = replace(model, n_layers=int(layers), n_heads=int(heads), d_model=int(d_model), positional=positional,
-                        pooling=pooling, dropout=float(dropout), residual=block, layer_norm=block, feed_forward=block,
-                        freeze_embeddings=freeze_emb, freeze_head=freeze_head)
-    probes = tuple(dict.fromkeys(p for p in (probe.strip(), *train.probes) if p))
-    train = replace(train, epochs=int(epochs), lr=float(lr), batch_size=int(batch), seed=int(seed), val_fraction=float(val),
-                    optimizer=optimizer, class_weights=class_weights, time_budget=float(budget) or None, probes=probes,
-                    )
-    return name.strip() or "run", model, train, probe.strip()
+        c3.text_input("Run name", **k(f"name_{data_name}", suggested))  # one per dataset: its suggestion follows
+        st.form_submit_button("Start training", type="primary", use_container_width=True, disabled=disabled,
+                              icon=":material/play_arrow:", on_click=on_start)
+
+
+def form_settings(data_name: str) -> tuple[str, ModelConfig, TrainConfig, str]:
+    """(run name, model config, train config, probe sentence) as the form was submitted.
+
+    Raises ``ConfigError`` (an ``InputError``) for an impossible combination, e.g. 3 heads for
+    model dim 64, with a hint.
+    """
+    choice = st.session_state["train_preset"]
+    model, train = preset(PRESET_LABELS[choice])
+    p = _keys(choice)
+
+    def v(name: str) -> object:
+        return st.session_state[p + name]
+
+    if choice == "Custom":
+        block = v("block")
+        model = replace(model, n_layers=int(v("layers")), n_heads=int(v("heads")), d_model=int(v("dmodel")),
+                        positional=v("pos"), pooling=v("pool"), dropout=float(v("drop")), residual=block,
+                        layer_norm=block, feed_forward=block, freeze_embeddings=v("femb"), freeze_head=v("fhead"))
+    probe = v("probe").strip()
+    train = replace(train, epochs=int(v("epochs")), lr=float(v("lr")), batch_size=int(v("batch")), seed=int(v("seed")),
+                    val_fraction=float(v("val")), optimizer=v("opt"), class_weights=v("cw"),
+                    time_budget=float(v("budget")) or None, probes=tuple(dict.fromkeys(x for x in (probe, *train.probes) if x)))
+    return v(f"name_{data_name}").strip() or "run", model, train, probe
