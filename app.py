@@ -17,26 +17,12 @@ from ui import live_chart  # noqa: E402 — light: plotly and streamlit only
 with st.sidebar:  # where its empty element leaves no gap in the page
     live_chart.preload(at_once=True)
 
-import numpy as np  # noqa: E402 — the heavy imports come after the preload above
+import numpy as np  # noqa: E402
 
-from attention_core.errors import InputError  # noqa: E402
-from ui import figures  # noqa: E402
-from ui.common import EXAMPLES, active_run_picker, kept, settle_heap  # noqa: E402
+from ui import figures, preview  # noqa: E402 — light: plotly, numpy, json
+from ui.preview import BUNDLED_NAME, EXAMPLES  # noqa: E402
+from ui.state import kept  # noqa: E402
 
-settle_heap()
-
-with st.sidebar:
-    picked = active_run_picker("home_run")
-    st.page_link("pages/1_Train.py", label="Train your own model", icon=":material/model_training:")
-    st.page_link("pages/2_Inspect.py", label="Inspect a model in depth", icon=":material/biotech:")
-if picked is None:
-    st.stop()
-path, run = picked
-cfg = run.model_config
-st.sidebar.caption(
-    f"**{run.name}** · {cfg.n_layers} layer(s) × {cfg.n_heads} head(s) · labels: {', '.join(run.label_names)} · "
-    f"embeddings: {run.encoder.embeddings.source.describe()}"
-)
 
 def use_example() -> None:
     choice = st.session_state.get("home_example")
@@ -44,17 +30,48 @@ def use_example() -> None:
         st.session_state["home_text"] = choice
 
 
+# A server that has not loaded torch yet shows the bundled model's saved answer to the first
+# example (ui/preview.py) and loads torch in the background; everything else is computed live.
+text_now = st.session_state.get("home_text", st.session_state.get("home_text__kept", EXAMPLES[0]))
+saved = preview.load()
+quick = (not preview.model_code_loaded() and saved is not None and text_now == saved.text
+         and st.session_state.get("active_run", BUNDLED_NAME) == BUNDLED_NAME)
+with st.sidebar:
+    if quick:
+        st.selectbox("Model", [BUNDLED_NAME], key="home_run", help="The bundled model, or any run you trained.")
+        about = (saved.run_name, saved.n_layers, saved.n_heads, saved.label_names, saved.embeddings)
+    else:
+        from ui.common import active_run_picker, settle_heap
+
+        settle_heap()
+        picked = active_run_picker("home_run")
+        if picked is None:
+            st.stop()
+        path, run = picked
+        about = (run.name, run.model_config.n_layers, run.model_config.n_heads, run.label_names,
+                 run.encoder.embeddings.source.describe())
+    st.page_link("pages/1_Train.py", label="Train your own model", icon=":material/model_training:")
+    st.page_link("pages/2_Inspect.py", label="Inspect a model in depth", icon=":material/biotech:")
+    name, n_layers, n_heads, labels, embeddings = about
+    st.caption(f"**{name}** · {n_layers} layer(s) × {n_heads} head(s) · labels: {', '.join(labels)} · "
+               f"embeddings: {embeddings}")
+
 st.pills("Try an example", EXAMPLES, key="home_example", on_change=use_example)
 text = st.text_input("Your sentence", **kept("home_text", EXAMPLES[0]), max_chars=500, placeholder="Type a sentence in English…")
 if not text.strip():
     st.info("Type a sentence above to see the model's prediction and its attention.")
     st.stop()
 
-try:
-    prediction = run.predict(text)
-except InputError as err:
-    st.error(f"{err}")
-    st.stop()
+if quick:  # (its text is the saved one: the widget's value is the one read above)
+    prediction = saved
+else:
+    from attention_core.errors import InputError
+
+    try:
+        prediction = run.predict(text)
+    except InputError as err:
+        st.error(f"{err}")
+        st.stop()
 
 left, right = st.columns([1, 2], gap="large")
 with left:
@@ -69,7 +86,7 @@ with right:
     if prediction.unknown_tokens:
         how = "read as the learned `<unk>` vector" if "<unk>" in prediction.tokens else "dropped"
         st.caption(
-            f"Unknown to {run.encoder.embeddings.source.describe()}: "
+            f"Unknown to {embeddings}: "
             f"{', '.join(f'`{w}`' for w in prediction.unknown_tokens)} — {how}. "
             "Check the spelling, or use a more common word."
         )
@@ -112,3 +129,5 @@ Attention shows where the model *looked*, not necessarily *why* it decided — t
 attention next to gradient-based saliency so you can see where they agree and where they don't.
 """
     )
+if quick:  # torch, for what the learner does next: loaded once the page is drawn (its import would slow the drawing)
+    preview.warm_up()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import streamlit as st
@@ -14,6 +13,8 @@ import torch
 from attention_core import Embeddings, EmbeddingSource, Run, load_embeddings, load_run
 from attention_core.errors import InputError
 from attention_core.runs import list_runs
+from ui.preview import BUNDLED_NAME, DEFAULT_RUN, EXAMPLES, ROOT  # noqa: F401 — re-exported for the pages
+from ui.state import kept  # noqa: F401 — re-exported for the pages
 
 # One torch thread for the server's own work (a sentence's heatmap takes ~1 ms): the training
 # processes and the browser need the cores more.
@@ -23,19 +24,10 @@ torch.set_num_threads(1)
 # while it answers a request, queues behind them (health p95 111 → ~32 ms with four sessions).
 sys.setswitchinterval(0.001)
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_RUN = ROOT / "data" / "default_run"
 BUNDLED_DATA = {
     "UCI sentiment sentences (3,000 reviews: Amazon, IMDb, Yelp)": ROOT / "data" / "uci_sentiment_sentences.csv",
     "small.csv (the seed post's 39 product reviews)": ROOT / "data" / "small.csv",
 }
-EXAMPLES = [
-    "the food was not good at all",
-    "i love this fantastic product",
-    "the battery died after a week, what a waste of money",
-    "the acting was brilliant and the story moving",
-    "very sad as they both fail",
-]
 
 
 def runs_dir() -> Path:
@@ -63,7 +55,7 @@ def default_run() -> Run:
 
 def run_choices() -> dict[str, Path]:
     """Display name → run directory: the bundled model first, then the user's runs, newest first."""
-    choices = {"Bundled: default model on UCI sentences": DEFAULT_RUN}
+    choices = {BUNDLED_NAME: DEFAULT_RUN}
     for path in list_runs(runs_dir()):
         choices[f"{path.name}"] = path
     return choices
@@ -95,38 +87,6 @@ def active_run_picker(key: str, *, label: str = "Model") -> tuple[Path, Run] | N
     except InputError as err:
         st.error(f"This run cannot be loaded: {err}")
         return None
-
-
-def kept(key: str, default: object = None, options: Sequence | None = None) -> dict:
-    """Widget arguments (``key`` and its starting ``value``, or ``index`` for ``options``) for a
-    choice that survives a visit to another page.
-
-    Streamlit forgets the value of a widget that a page run does not draw, so a learner who
-    looks at another page (say, while a training runs) would come back to the defaults: the
-    bundled dataset instead of the CSV being trained on, the preset's settings instead of the
-    ones being trained with, the example sentence instead of their own. The value is copied
-    under a key of its own, which Streamlit does not clear, on every run that draws the widget,
-    and becomes the widget's starting value when it is drawn again. The value is never written
-    to the widget's own key: a form widget drawn again and given its value that way was
-    submitted with its *default* instead (the learning rate sent as the minimum, seen in the
-    browser test; compare streamlit/streamlit#9082), and Streamlit warns about a widget given
-    both. A kept value that is no longer among ``options`` (e.g. another CSV's columns) falls
-    back to ``default``.
-
-    Example:
-        >>> st.number_input("Epochs", 1, 5000, **kept("train_epochs", 10))  # doctest: +SKIP
-        >>> st.selectbox("Pooling", POOLING, **kept("train_pool", "mean", POOLING))  # doctest: +SKIP
-    """
-    copy = f"{key}__kept"
-    if key in st.session_state:  # the widget's current value (a form's: as last submitted)
-        st.session_state[copy] = st.session_state[key]
-    value = st.session_state.get(copy, default)
-    if options is None:
-        return {"key": key, "value": value}
-    options = list(options)
-    if value not in options:
-        value = default
-    return {"key": key, "index": options.index(value) if value in options else 0}
 
 
 def page_setup(title: str, icon: str) -> None:

@@ -1,0 +1,80 @@
+"""The home page's saved first picture (ui/preview.py): the bundled model's own answer, shown before torch loads."""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.apptest_helpers import live_chart
+from ui import preview
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_saved_answer_is_what_the_bundled_model_says():
+    """If the model is re-made, so must the preview be (scripts/make_default_run.sh does both)."""
+    from attention_core import load_run
+
+    saved = preview.load()
+    assert saved is not None and saved.text == preview.EXAMPLES[0]
+    run = load_run(preview.DEFAULT_RUN)
+    live = run.predict(saved.text)
+    assert (saved.label, saved.tokens, saved.unknown_tokens) == (live.label, live.tokens, live.unknown_tokens)
+    assert saved.probabilities == pytest.approx(live.probabilities, abs=1e-6)
+    np.testing.assert_allclose(saved.attention, live.attention, atol=1e-6)
+    assert (saved.run_name, saved.n_layers, saved.n_heads, saved.label_names, saved.embeddings) == (
+        run.name, run.model_config.n_layers, run.model_config.n_heads, list(run.label_names),
+        run.encoder.embeddings.source.describe())
+
+
+def test_a_missing_or_broken_preview_is_no_preview(tmp_path):
+    assert preview.load.__wrapped__(tmp_path / "none.json") is None
+    (tmp_path / "bad.json").write_text("{not json")
+    assert preview.load.__wrapped__(tmp_path / "bad.json") is None
+
+
+def test_home_shows_the_saved_answer_until_torch_is_there_then_computes_live(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(tmp_path))
+    warmed = []
+    monkeypatch.setattr(preview, "model_code_loaded", lambda: False)  # as in a server that just started
+    monkeypatch.setattr(preview, "warm_up", lambda: warmed.append(1))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    assert not at.exception
+    saved = preview.load()
+    assert at.subheader[0].value == f"Prediction: {saved.label}"
+    heatmap = live_chart(at, "home_heatmap")["data"][0]
+    assert heatmap["y"] == saved.tokens
+    z = heatmap["z"]  # plotly's typed-array JSON: base64 bytes, dtype and shape
+    z = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(
+        [int(n) for n in z["shape"].split(",")]) if isinstance(z, dict) else np.asarray(z)
+    np.testing.assert_allclose(z, np.asarray(saved.attention)[0].mean(0), atol=1e-9)  # layer 1, head average
+    assert warmed  # torch is being loaded meanwhile
+    assert at.selectbox(key="home_run").value == preview.BUNDLED_NAME
+    at.text_input(key="home_text").input("what a great phone").run()  # anything else: the live model
+    assert not at.exception
+    assert live_chart(at, "home_heatmap")["data"][0]["y"] == ["what", "a", "great", "phone"]
+
+
+def test_a_fresh_server_process_takes_the_quick_path_and_loads_torch_behind_it(tmp_path):
+    code = (
+        "import sys\n"
+        "from streamlit.testing.v1 import AppTest\n"
+        "at = AppTest.from_file('app.py', default_timeout=90).run()\n"
+        "from ui import preview\n"
+        "assert not at.exception, at.exception\n"
+        "assert preview._warming is not None, 'the page did not start loading torch: it was loaded already'\n"
+        "preview._warming.join(120)\n"
+        "print(at.subheader[0].value, 'torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "ATTENTION_PLAYGROUND_RUNS": str(tmp_path)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == "True"  # the background import finished
+    assert out.stdout.startswith(f"Prediction: {preview.load().label}")

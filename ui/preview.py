@@ -1,0 +1,94 @@
+"""The home page's first picture before torch is loaded: the bundled model's answer to the first example.
+
+On a cold start the server must import torch (~1.5–2.2 s on 2 cores, most of the time before a
+newcomer sees anything) before it can run a model. The bundled model's prediction for the home
+page's first example sentence is saved next to it (``data/default_run/preview.json``, written by
+``python -m ui.preview`` from the model itself; a test checks it against the model), so the home
+page shows it at once while torch loads in the background. Anything else (another sentence,
+another model) is computed live, as soon as torch is there. Light: json, threading, no torch.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_RUN = ROOT / "data" / "default_run"
+PREVIEW = DEFAULT_RUN / "preview.json"
+BUNDLED_NAME = "Bundled: default model on UCI sentences"
+EXAMPLES = [
+    "the food was not good at all",
+    "i love this fantastic product",
+    "the battery died after a week, what a waste of money",
+    "the acting was brilliant and the story moving",
+    "very sad as they both fail",
+]
+MODEL_CODE = "ui.common"  # importing it imports torch and the model code
+_warm_lock = threading.Lock()
+_warming: threading.Thread | None = None
+
+
+@dataclass(frozen=True)
+class Preview:
+    """A saved prediction, with the fields of ``attention_core.runs.Prediction`` the home page draws."""
+
+    text: str
+    label: str
+    probabilities: dict[str, float]
+    tokens: list[str]
+    unknown_tokens: list[str]
+    attention: list  # [layer][head][query][key]
+    notes: list[str]
+    run_name: str
+    n_layers: int
+    n_heads: int
+    label_names: list[str]
+    embeddings: str  # the embedding source, described
+
+
+def model_code_loaded() -> bool:
+    """Whether this server has imported the model code (torch) already."""
+    return MODEL_CODE in sys.modules
+
+
+@lru_cache(maxsize=1)
+def load(path: Path = PREVIEW) -> Preview | None:
+    """The saved prediction, or None if there is none (the page then waits for torch, as before)."""
+    try:
+        return Preview(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def warm_up() -> None:
+    """Import the model code (torch) in a background thread, once per server: the learner's next
+    step (another sentence, another page) then finds it loaded, or waits only for the rest of it."""
+    global _warming
+    with _warm_lock:
+        if _warming is None and not model_code_loaded():
+            sys.setswitchinterval(0.001)  # as ui.common sets it: the import hands the GIL to the server often
+            _warming = threading.Thread(target=__import__, args=(MODEL_CODE,), name="import-model-code", daemon=True)
+            _warming.start()
+
+
+def write(run_dir: Path = DEFAULT_RUN, text: str = EXAMPLES[0], path: Path = PREVIEW) -> Preview:
+    """Save ``run_dir``'s prediction for ``text`` (``bash scripts/make_default_run.sh`` calls this)."""
+    from attention_core import load_run  # torch: only when writing
+
+    run = load_run(run_dir)
+    p = run.predict(text)
+    preview = Preview(text=text, label=p.label, probabilities=p.probabilities, tokens=p.tokens,
+                      unknown_tokens=p.unknown_tokens, attention=p.attention, notes=p.notes, run_name=run.name,
+                      n_layers=run.model_config.n_layers, n_heads=run.model_config.n_heads,
+                      label_names=list(run.label_names), embeddings=run.encoder.embeddings.source.describe())
+    path.write_text(json.dumps(preview.__dict__) + "\n", encoding="utf-8")
+    return preview
+
+
+if __name__ == "__main__":
+    print(f"wrote {PREVIEW} for {write().text!r}")

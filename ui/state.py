@@ -1,0 +1,39 @@
+"""Widget state that outlives a page switch. Light (Streamlit only): the home page uses it before torch is loaded."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+
+
+def kept(key: str, default: object = None, options: Sequence | None = None) -> dict:
+    """Widget arguments (``key`` and its starting ``value``, or ``index`` for ``options``) for a
+    choice that survives a visit to another page.
+
+    Streamlit forgets the value of a widget that a page run does not draw, so a learner who
+    looks at another page (say, while a training runs) would come back to the defaults: the
+    bundled dataset instead of the CSV being trained on, the preset's settings instead of the
+    ones being trained with, the example sentence instead of their own. The value is copied
+    under a key of its own, which Streamlit does not clear, on every run that draws the widget,
+    and becomes the widget's starting value when it is drawn again. The value is never written
+    to the widget's own key: a form widget drawn again and given its value that way was
+    submitted with its *default* instead (the learning rate sent as the minimum, seen in the
+    browser test; compare streamlit/streamlit#9082), and Streamlit warns about a widget given
+    both. A kept value that is no longer among ``options`` (e.g. another CSV's columns) falls
+    back to ``default``.
+
+    Example:
+        >>> st.number_input("Epochs", 1, 5000, **kept("train_epochs", 10))  # doctest: +SKIP
+        >>> st.selectbox("Pooling", POOLING, **kept("train_pool", "mean", POOLING))  # doctest: +SKIP
+    """
+    copy = f"{key}__kept"
+    if key in st.session_state:  # the widget's current value (a form's: as last submitted)
+        st.session_state[copy] = st.session_state[key]
+    value = st.session_state.get(copy, default)
+    if options is None:
+        return {"key": key, "value": value}
+    options = list(options)
+    if value not in options:
+        value = default
+    return {"key": key, "index": options.index(value) if value in options else 0}
