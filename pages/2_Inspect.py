@@ -92,8 +92,10 @@ def label_of(h: int) -> str:
 for key, options, default in [("inspect_layer", range(n_layers), n_layers - 1), ("inspect_head", range(n_heads + 1), n_heads),
                               ("inspect_tl_layer", range(n_layers), n_layers - 1),
                               ("inspect_tl_head", range(n_heads + 1), n_heads)]:
-    if st.session_state.get(key) not in options:  # first visit, or another run with fewer layers / heads
-        st.session_state[key] = default
+    copy = f"{key}__kept"  # as ui.state.kept, for widgets a grid click also sets through the Session State
+    if st.session_state.get(key) not in options:  # first visit, back from another page, or a run with fewer layers
+        st.session_state[key] = st.session_state[copy] if st.session_state.get(copy) in options else default
+    st.session_state[copy] = st.session_state[key]
 
 
 tabs = st.tabs(["Model view", "Rollout and saliency", "Input features", "Time-lapse", "Compare", "Export"])

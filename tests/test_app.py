@@ -155,6 +155,8 @@ def test_choices_survive_a_visit_to_another_page(monkeypatch, runs_dir):
     at.session_state["train_job"].join(120)
     at.switch_page("pages/2_Inspect.py").run()
     at.text_input(key="inspect_text").input("a truly great film").run()
+    at.selectbox(key="inspect_layer").set_value(0)
+    at.selectbox(key="inspect_head").set_value(1).run()
     assert not at.exception
 
     at.switch_page("app.py").run()  # back home: the sentence and the head are the learner's
@@ -172,6 +174,7 @@ def test_choices_survive_a_visit_to_another_page(monkeypatch, runs_dir):
     assert (runs_dir / "mine" / "model.safetensors").is_file()
     at.switch_page("pages/2_Inspect.py").run()
     assert at.text_input(key="inspect_text").value == "a truly great film"
+    assert (at.selectbox(key="inspect_layer").value, at.selectbox(key="inspect_head").value) == (0, 1)
     assert not at.exception
     assert not policies._shown_default_value_warning  # no widget got both a default and a Session State value
 
