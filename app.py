@@ -1,117 +1,120 @@
-"""Attention Playground — home: type a sentence, see what the model predicts and where it looks."""
+"""Attention Playground: the home page (type a sentence, see what the model predicts and where it looks) and the
+router that lists every page in the sidebar."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-st.set_page_config(page_title="Home · Attention Playground", page_icon="🔎", layout="wide")
-st.title("Attention Playground")
-st.caption(
-    "Learn how attention works by looking inside a real model. Type a sentence: a small attention "
-    "classifier reads it, predicts its sentiment, and shows you which words each word attended to."
-)
-# On a cold start the browser fetches and compiles plotly.js (~1 s) only when asked. The live
-# charts' preload asks now, while the server imports torch (~1.5 s).
-from ui import live_chart  # noqa: E402 — light: plotly and streamlit only
 
-with st.sidebar:  # where its empty element leaves no gap in the page
-    live_chart.preload(at_once=True)
+def home() -> None:
+    """Home: type a sentence, see what the model predicts and where it looks."""
+    st.set_page_config(page_title="Home · Attention Playground", page_icon="🔎", layout="wide")
+    st.title("Attention Playground")
+    st.caption(
+        "Learn how attention works by looking inside a real model. Type a sentence: a small attention "
+        "classifier reads it, predicts its sentiment, and shows you which words each word attended to."
+    )
+    # On a cold start the browser fetches and compiles plotly.js (~1 s) only when asked. The live
+    # charts' preload asks now, while the server imports torch (~1.5 s).
+    from ui import live_chart
 
-import numpy as np  # noqa: E402
+    with st.sidebar:  # where its empty element leaves no gap in the page
+        live_chart.preload(at_once=True)
 
-from ui import figures, preview  # noqa: E402 — light: plotly, numpy, json
-from ui.preview import BUNDLED_NAME, EXAMPLES  # noqa: E402
-from ui.state import kept  # noqa: E402
+    import numpy as np
+
+    from ui import figures, preview
+    from ui.preview import BUNDLED_NAME, EXAMPLES
+    from ui.state import kept
+
+    def use_example() -> None:
+        choice = st.session_state.get("home_example")
+        if choice:
+            st.session_state["home_text"] = choice
 
 
-def use_example() -> None:
-    choice = st.session_state.get("home_example")
-    if choice:
-        st.session_state["home_text"] = choice
+    # A server that has not loaded torch yet shows the bundled model's saved answer to the first
+    # example (ui/preview.py) and loads torch in the background; everything else is computed live.
+    text_now = st.session_state.get("home_text", st.session_state.get("home_text__kept", EXAMPLES[0]))
+    saved = preview.load()
+    quick = (not preview.model_code_loaded() and saved is not None and text_now == saved.text
+             and st.session_state.get("active_run", BUNDLED_NAME) == BUNDLED_NAME)
+    with st.sidebar:
+        if quick:
+            st.selectbox("Model", [BUNDLED_NAME], key="home_run", help="The bundled model, or any run you trained.")
+            about = (saved.run_name, saved.n_layers, saved.n_heads, saved.label_names, saved.embeddings)
+        else:
+            from ui.common import active_run_picker, settle_heap
 
+            settle_heap()
+            picked = active_run_picker("home_run")
+            if picked is None:
+                st.stop()
+            path, run = picked
+            about = (run.name, run.model_config.n_layers, run.model_config.n_heads, run.label_names,
+                     run.encoder.embeddings.source.describe())
+        st.page_link("pages/1_Train.py", label="Train your own model")
+        st.page_link("pages/2_Inspect.py", label="Inspect a model in depth")
+        name, n_layers, n_heads, labels, embeddings = about
+        st.caption(f"**{name}** · {n_layers} layer(s) × {n_heads} head(s) · labels: {', '.join(labels)} · "
+                   f"embeddings: {embeddings}")
 
-# A server that has not loaded torch yet shows the bundled model's saved answer to the first
-# example (ui/preview.py) and loads torch in the background; everything else is computed live.
-text_now = st.session_state.get("home_text", st.session_state.get("home_text__kept", EXAMPLES[0]))
-saved = preview.load()
-quick = (not preview.model_code_loaded() and saved is not None and text_now == saved.text
-         and st.session_state.get("active_run", BUNDLED_NAME) == BUNDLED_NAME)
-with st.sidebar:
-    if quick:
-        st.selectbox("Model", [BUNDLED_NAME], key="home_run", help="The bundled model, or any run you trained.")
-        about = (saved.run_name, saved.n_layers, saved.n_heads, saved.label_names, saved.embeddings)
-    else:
-        from ui.common import active_run_picker, settle_heap
-
-        settle_heap()
-        picked = active_run_picker("home_run")
-        if picked is None:
-            st.stop()
-        path, run = picked
-        about = (run.name, run.model_config.n_layers, run.model_config.n_heads, run.label_names,
-                 run.encoder.embeddings.source.describe())
-    st.page_link("pages/1_Train.py", label="Train your own model", icon=":material/model_training:")
-    st.page_link("pages/2_Inspect.py", label="Inspect a model in depth", icon=":material/biotech:")
-    name, n_layers, n_heads, labels, embeddings = about
-    st.caption(f"**{name}** · {n_layers} layer(s) × {n_heads} head(s) · labels: {', '.join(labels)} · "
-               f"embeddings: {embeddings}")
-
-st.pills("Try an example", EXAMPLES, key="home_example", on_change=use_example)
-text = st.text_input("Your sentence", **kept("home_text", EXAMPLES[0]), max_chars=500, placeholder="Type a sentence in English…")
-if not text.strip():
-    st.info("Type a sentence above to see the model's prediction and its attention.")
-    st.stop()
-
-if quick:  # (its text is the saved one: the widget's value is the one read above)
-    prediction = saved
-else:
-    from attention_core.errors import InputError
-
-    try:
-        prediction = run.predict(text)
-    except InputError as err:
-        st.error(f"{err}")
+    st.pills("Try an example", EXAMPLES, key="home_example", on_change=use_example)
+    text = st.text_input("Your sentence", **kept("home_text", EXAMPLES[0]), max_chars=500, placeholder="Type a sentence in English…")
+    if not text.strip():
+        st.info("Type a sentence above to see the model's prediction and its attention.")
         st.stop()
 
-left, right = st.columns([1, 2], gap="large")
-with left:
-    st.subheader(f"Prediction: {prediction.label}")
-    live_chart.live_plotly_chart(figures.probability_bars(prediction.probabilities, predicted=prediction.label), key="home_probs")
-with right:
-    st.subheader("Tokens the model read")
-    chips = " ".join(
-        f":orange-background[{t}]" if t == "<unk>" else f":blue-background[{t}]" for t in prediction.tokens
-    )
-    st.markdown(chips)
-    if prediction.unknown_tokens:
-        how = "read as the learned `<unk>` vector" if "<unk>" in prediction.tokens else "dropped"
-        st.caption(
-            f"Unknown to {embeddings}: "
-            f"{', '.join(f'`{w}`' for w in prediction.unknown_tokens)} — {how}. "
-            "Check the spelling, or use a more common word."
+    if quick:  # (its text is the saved one: the widget's value is the one read above)
+        prediction = saved
+    else:
+        from attention_core.errors import InputError
+
+        try:
+            prediction = run.predict(text)
+        except InputError as err:
+            st.error(f"{err}")
+            st.stop()
+
+    left, right = st.columns([1, 2], gap="large")
+    with left:
+        st.subheader(f"Prediction: {prediction.label}")
+        live_chart.live_plotly_chart(figures.probability_bars(prediction.probabilities, predicted=prediction.label), key="home_probs")
+    with right:
+        st.subheader("Tokens the model read")
+        chips = " ".join(
+            f":orange-background[{t}]" if t == "<unk>" else f":blue-background[{t}]" for t in prediction.tokens
         )
-    for note in prediction.notes:
-        if "truncated" in note:
-            st.caption(note)
+        st.markdown(chips)
+        if prediction.unknown_tokens:
+            how = "read as the learned `<unk>` vector" if "<unk>" in prediction.tokens else "dropped"
+            st.caption(
+                f"Unknown to {embeddings}: "
+                f"{', '.join(f'`{w}`' for w in prediction.unknown_tokens)} — {how}. "
+                "Check the spelling, or use a more common word."
+            )
+        for note in prediction.notes:
+            if "truncated" in note:
+                st.caption(note)
 
-st.subheader("Attention")
-attn = np.asarray(prediction.attention)  # (L, H, T, T)
-layer_names = [f"Layer {i + 1}" for i in range(attn.shape[0])]
-head_options = ["Average of heads"] + [f"Head {h + 1}" for h in range(attn.shape[1])]
-c1, c2 = st.columns(2)
-layer = layer_names.index(c1.radio("Layer", layer_names, horizontal=True, **kept("home_layer", layer_names[0], layer_names)))
-head = c2.radio("Head", head_options, horizontal=True, **kept("home_head", head_options[0], head_options))
-weights = attn[layer].mean(0) if head == head_options[0] else attn[layer, head_options.index(head) - 1]
-live_chart.live_plotly_chart(
-    figures.attention_heatmap(weights, prediction.tokens, title=f"{layer_names[layer]} · {head}"),
-    key="home_heatmap",
-)
-if st.toggle("Show all layers and heads at once", key="home_grid_on"):  # drawn on request: 10+ maps are slow to draw
-    st.plotly_chart(figures.attention_grid(attn, prediction.tokens), key="home_grid")
+    st.subheader("Attention")
+    attn = np.asarray(prediction.attention)  # (L, H, T, T)
+    layer_names = [f"Layer {i + 1}" for i in range(attn.shape[0])]
+    head_options = ["Average of heads"] + [f"Head {h + 1}" for h in range(attn.shape[1])]
+    c1, c2 = st.columns(2)
+    layer = layer_names.index(c1.radio("Layer", layer_names, horizontal=True, **kept("home_layer", layer_names[0], layer_names)))
+    head = c2.radio("Head", head_options, horizontal=True, **kept("home_head", head_options[0], head_options))
+    weights = attn[layer].mean(0) if head == head_options[0] else attn[layer, head_options.index(head) - 1]
+    live_chart.live_plotly_chart(
+        figures.attention_heatmap(weights, prediction.tokens, title=f"{layer_names[layer]} · {head}"),
+        key="home_heatmap",
+    )
+    if st.toggle("Show all layers and heads at once", key="home_grid_on"):  # drawn on request: 10+ maps are slow to draw
+        st.plotly_chart(figures.attention_grid(attn, prediction.tokens), key="home_grid")
 
-with st.expander("What am I looking at?", expanded=False):
-    st.markdown(
-        r"""
+    with st.expander("What am I looking at?", expanded=False):
+        st.markdown(
+            r"""
 Each **row** is a word *asking* (the query); each **column** is a word being *looked at* (the key).
 The colour is the attention weight: how much of the row word's new representation comes from the
 column word. Every row sums to 1 — attention is a weighted average.
@@ -128,6 +131,24 @@ and a linear layer turns that into the class probabilities on the left.
 Attention shows where the model *looked*, not necessarily *why* it decided — the Inspect page puts
 attention next to gradient-based saliency so you can see where they agree and where they don't.
 """
-    )
-if quick:  # torch, for what the learner does next: loaded once the page is drawn (its import would slow the drawing)
-    preview.warm_up()
+        )
+    if quick:  # torch, for what the learner does next: loaded once the page is drawn (its import would slow the drawing)
+        preview.warm_up()
+
+
+# The router: the pages and their labels in the sidebar (with a bare `pages/` folder Streamlit
+# labels this page after its file, "app"). No icons: a page's icon is also its favicon, and
+# Streamlit fetches a material icon's favicon from fonts.gstatic.com (the app runs offline),
+# while an emoji needs an emoji font on the machine (boxes in Debian's headless Chromium). Each
+# page sets an emoji favicon of its own (page_setup).
+PAGES = [
+    st.Page(home, title="Home", default=True),
+    st.Page("pages/1_Train.py", title="Train", url_path="Train"),
+    st.Page("pages/2_Inspect.py", title="Inspect", url_path="Inspect"),
+    st.Page("pages/3_Self_attention.py", title="Self attention", url_path="Self_attention"),
+    st.Page("pages/4_Cross_attention_and_masks.py", title="Cross attention and masks",
+            url_path="Cross_attention_and_masks"),
+    st.Page("pages/5_Backpropagation.py", title="Backpropagation", url_path="Backpropagation"),
+    st.Page("pages/6_Seed_experiment.py", title="Seed experiment", url_path="Seed_experiment"),
+]
+st.navigation(PAGES).run()

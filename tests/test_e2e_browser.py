@@ -95,7 +95,7 @@ def test_train_upload_start_watch_finish_then_inspect(server):
             "t => !document.body.innerText.includes(t)", arg=first.split(" · ")[1], timeout=60_000
         )  # the progress line moved on: the page updates while training runs
         nav = page.get_by_test_id("stSidebarNav")  # switch pages in the same session: training goes on
-        nav.get_by_role("link", name="app").click()
+        nav.get_by_role("link", name="Home").click()
         main.get_by_text("Prediction:").wait_for()
         nav.get_by_role("link", name="Train").click()
         main.get_by_text("small.csv: utf-8").wait_for()  # back on Train: still the uploaded data, not the default
