@@ -103,6 +103,8 @@ def test_train_upload_start_watch_finish_then_inspect(server):
         main.get_by_text(re.compile(r"epoch \d+/400")).first.wait_for()
         main.get_by_text(re.compile("Training (finished|stopped)")).wait_for(timeout=180_000)
         main.get_by_text("Validation accuracy", exact=True).wait_for()
+        if SHOTS:  # the README's picture of the results: scrolled to them
+            main.get_by_text("3 · Results").scroll_into_view_if_needed()
         shot(page, "train_done")
         with page.expect_download() as download:  # the run's zip is made when the button is clicked
             main.get_by_role("button", name=re.compile("Download run")).click()
