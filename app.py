@@ -35,7 +35,7 @@ def home() -> None:
 
     # A server that has not loaded torch yet shows the bundled model's saved answer to the first
     # example (ui/preview.py) and loads torch in the background; everything else is computed live.
-    text_now = st.session_state.get("home_text", st.session_state.get("home_text__kept", EXAMPLES[0]))
+    text_now = kept("home_text", EXAMPLES[0])["value"]  # what the sentence box will hold
     saved = preview.load()
     quick = (not preview.model_code_loaded() and saved is not None and text_now == saved.text
              and st.session_state.get("active_run", BUNDLED_NAME) == BUNDLED_NAME)

@@ -15,6 +15,7 @@ from attention_core.errors import InputError
 from attention_core.explain import SALIENCY_METHODS, explain, top_k_mask
 from ui import figures
 from ui.common import EXAMPLES, active_run_picker, get_run, kept, page_setup, run_choices
+from ui.state import kept_in_state
 
 page_setup("Inspect", "🔬")
 st.title(":material/biotech: Inspect a model")
@@ -92,10 +93,7 @@ def label_of(h: int) -> str:
 for key, options, default in [("inspect_layer", range(n_layers), n_layers - 1), ("inspect_head", range(n_heads + 1), n_heads),
                               ("inspect_tl_layer", range(n_layers), n_layers - 1),
                               ("inspect_tl_head", range(n_heads + 1), n_heads)]:
-    copy = f"{key}__kept"  # as ui.state.kept, for widgets a grid click also sets through the Session State
-    if st.session_state.get(key) not in options:  # first visit, back from another page, or a run with fewer layers
-        st.session_state[key] = st.session_state[copy] if st.session_state.get(copy) in options else default
-    st.session_state[copy] = st.session_state[key]
+    kept_in_state(key, default, options)  # a click on the grid sets the zoom's layer and head
 
 
 tabs = st.tabs(["Model view", "Rollout and saliency", "Input features", "Time-lapse", "Compare", "Export"])

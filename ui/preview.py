@@ -81,11 +81,9 @@ def write(run_dir: Path = DEFAULT_RUN, text: str = EXAMPLES[0], path: Path = PRE
     from attention_core import load_run  # torch: only when writing
 
     run = load_run(run_dir)
-    p = run.predict(text)
-    preview = Preview(text=text, label=p.label, probabilities=p.probabilities, tokens=p.tokens,
-                      unknown_tokens=p.unknown_tokens, attention=p.attention, notes=p.notes, run_name=run.name,
-                      n_layers=run.model_config.n_layers, n_heads=run.model_config.n_heads,
-                      label_names=list(run.label_names), embeddings=run.encoder.embeddings.source.describe())
+    preview = Preview(text=text, **run.predict(text).to_dict(), run_name=run.name, n_layers=run.model_config.n_layers,
+                      n_heads=run.model_config.n_heads, label_names=list(run.label_names),
+                      embeddings=run.encoder.embeddings.source.describe())
     path.write_text(json.dumps(preview.__dict__) + "\n", encoding="utf-8")
     return preview
 

@@ -27,7 +27,7 @@ def kept(key: str, default: object = None, options: Sequence | None = None) -> d
         >>> st.number_input("Epochs", 1, 5000, **kept("train_epochs", 10))  # doctest: +SKIP
         >>> st.selectbox("Pooling", POOLING, **kept("train_pool", "mean", POOLING))  # doctest: +SKIP
     """
-    copy = f"{key}__kept"
+    copy = _copy(key)
     if key in st.session_state:  # the widget's current value (a form's: as last submitted)
         st.session_state[copy] = st.session_state[key]
     value = st.session_state.get(copy, default)
@@ -37,3 +37,17 @@ def kept(key: str, default: object = None, options: Sequence | None = None) -> d
     if value not in options:
         value = default
     return {"key": key, "index": options.index(value) if value in options else 0}
+
+
+def kept_in_state(key: str, default: object, options: Sequence) -> None:
+    """:func:`kept` for a widget whose value the page also sets through the Session State (a click
+    on a chart picks it), drawn with ``key`` only: the kept value goes back into the widget's own
+    key before it is drawn. Not for a widget in a form (see :func:`kept`)."""
+    copy = _copy(key)
+    if st.session_state.get(key) not in options:  # first visit, back from another page, or fewer options now
+        st.session_state[key] = st.session_state[copy] if st.session_state.get(copy) in options else default
+    st.session_state[copy] = st.session_state[key]
+
+
+def _copy(key: str) -> str:
+    return f"{key}__kept"  # Streamlit clears a widget's key when a run does not draw it, not this one
