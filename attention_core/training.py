@@ -195,6 +195,40 @@ def _snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
+def check_settings(model_config: ModelConfig, train_config: TrainConfig, dataset: TextDataset,
+                   embeddings: Embeddings) -> None:
+    """Raise the :class:`ConfigError` that ``Trainer(...)`` would for this combination, without its work.
+
+    Cheap (no tokenizing, no model): the app checks a Start here and builds the trainer in the
+    training process.
+    """
+    cfg = with_data(model_config, n_classes=len(dataset.label_names), vocab_size=1, embedding_dim=embeddings.dim)
+    if cfg.positional in ("sinusoidal", "learned") and train_config.max_tokens > cfg.max_len:
+        raise ConfigError(f"max_tokens = {train_config.max_tokens} exceeds the model's max_len", "lower max_tokens")
+
+
+@dataclass(frozen=True)
+class TrainerSpec:
+    """A :class:`Trainer` described, to be built where it will train (:meth:`build`).
+
+    Building one tokenizes and encodes the whole dataset and makes the model (~0.1 s for 3,000
+    sentences); the app does that in the training process, not in its server. Pickles small:
+    the embedding table travels as its source.
+    """
+
+    model_config: ModelConfig
+    train_config: TrainConfig
+    dataset: TextDataset
+    embeddings: Embeddings
+
+    def check(self) -> None:
+        """Raise the configuration errors :meth:`build` would (see :func:`check_settings`)."""
+        check_settings(self.model_config, self.train_config, self.dataset, self.embeddings)
+
+    def build(self) -> Trainer:
+        return Trainer(self.model_config, self.train_config, self.dataset, self.embeddings)
+
+
 def make_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator) -> list[list[int]]:
     """Shuffle, then group rows of similar length (less padding), then shuffle the batches."""
     order = torch.randperm(len(lengths), generator=generator).tolist()
@@ -230,6 +264,7 @@ class Trainer:
     ) -> None:
         self.train_config = tc = train_config
         self.device = torch.device(device)
+        check_settings(model_config, tc, dataset, embeddings)
         if tc.vocab_limit != embeddings.source.limit:  # the config decides the vocabulary, not the caller's table
             embeddings = load_embeddings(replace(embeddings.source, limit=tc.vocab_limit))
         self.train_set, self.val_set = dataset.split(tc.val_fraction, tc.seed)
@@ -247,8 +282,6 @@ class Trainer:
             vocab_size=self.encoder.vocab_size,
             embedding_dim=embeddings.dim,
         )
-        if self.model_config.positional in ("sinusoidal", "learned") and tc.max_tokens > self.model_config.max_len:
-            raise ConfigError(f"max_tokens = {tc.max_tokens} exceeds the model's max_len", "lower max_tokens")
         self.label_names = dataset.label_names
         self._probes = []  # (text, Encoded, Batch), encoded once; sentences with no known word are skipped
         for text in probes:

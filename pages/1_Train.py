@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_core import Trainer
 from attention_core.data import detect_columns, load_dataset, read_table
 from attention_core.errors import InputError
-from attention_core.training import DEFAULT_TRAIN
+from attention_core.training import DEFAULT_TRAIN, TrainerSpec
 from ui import jobs, live_chart, train_views
 from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, kept, page_setup, runs_dir, still_live_views
 from ui.forms import form_settings, hyperparameter_form
@@ -78,11 +77,12 @@ def on_start() -> None:
         return
     try:  # a bad combination (e.g. 3 heads for model dim 64) is a ConfigError with a hint
         run_name, model_cfg, train_cfg, probe = form_settings(name)
-        trainer = Trainer(model_cfg, train_cfg, dataset, embeddings(train_cfg.vocab_limit))
+        spec = TrainerSpec(model_cfg, train_cfg, dataset, embeddings(train_cfg.vocab_limit))
+        spec.check()
     except InputError as err:
         st.session_state["train_start_error"] = f"{err}"
         return
-    job = TrainingJob(trainer, runs_dir(), run_name)
+    job = TrainingJob(spec, runs_dir(), run_name)  # the training process builds the trainer
     job.start()
     st.session_state["train_job"] = job
     st.session_state["train_probe_pick"] = probe

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from attention_core import Run, Trainer, load_dataset, preset, save_run
+from attention_core import Run, load_dataset, preset, save_run
 from attention_core.backprop import SeedKernel
 from attention_core.errors import InputError
 from attention_core.runs import safe_name
-from attention_core.training import SEED_TRAIN
+from attention_core.training import SEED_TRAIN, TrainerSpec
 from ui import figures, live_chart
 from ui import jobs as training_jobs
 from ui.common import ROOT, embeddings, page_setup, runs_dir, still_live_views
@@ -61,13 +61,14 @@ def start_next() -> None:
     if not queue or any(j.alive for j in jobs.values()):
         return
     key, model_cfg, train_cfg = queue.pop(0)
+    spec = TrainerSpec(model_cfg, train_cfg, small_csv(train_cfg.vocab_limit), embeddings(train_cfg.vocab_limit))
     try:
-        trainer = Trainer(model_cfg, train_cfg, small_csv(train_cfg.vocab_limit), embeddings(train_cfg.vocab_limit))
+        spec.check()
     except InputError as err:
         ss["seedexp_error"] = f"{VARIANTS[key]} cannot start: {err}"
         queue.clear()
         return
-    jobs[key] = TrainingJob(trainer, Path(ss["seedexp_dir"]), key)  # a temporary folder, not the user's runs
+    jobs[key] = TrainingJob(spec, Path(ss["seedexp_dir"]), key)  # a temporary folder, not the user's runs
     jobs[key].start()
 
 

@@ -12,6 +12,8 @@ import sys
 import pytest
 
 from attention_core import ModelConfig, TrainConfig, Trainer, dataset_from_lists, load_embeddings, load_run
+from attention_core.errors import ConfigError
+from attention_core.training import TrainerSpec
 from ui import jobs
 from ui.jobs import TrainingJob
 
@@ -20,16 +22,21 @@ LABELS = ["pos", "pos", "pos", "neg", "neg", "neg"]
 TINY = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32, dropout=0.0)
 
 
-def make_job(tmp_path, epochs: int, name: str = "job", **kwargs) -> TrainingJob:
-    trainer = Trainer(TINY, TrainConfig(epochs=epochs, batch_size=2, val_fraction=0.0),
-                      dataset_from_lists(TEXTS, LABELS), load_embeddings())
-    return TrainingJob(trainer, tmp_path, name, **kwargs)
+def make_job(tmp_path, epochs: int, name: str = "job", built: bool = False, **kwargs) -> TrainingJob:
+    """A job as the app makes it: the settings travel, the training process builds the trainer
+    (``built``: hand it a built Trainer instead)."""
+    spec = TrainerSpec(TINY, TrainConfig(epochs=epochs, batch_size=2, val_fraction=0.0),
+                       dataset_from_lists(TEXTS, LABELS), load_embeddings())
+    return TrainingJob(spec.build() if built else spec, tmp_path, name, **kwargs)
 
 
-def test_job_trains_in_its_own_process_and_saves_its_run(tmp_path):
-    job = make_job(tmp_path, epochs=3)
+@pytest.mark.parametrize("built", [False, True], ids=["spec", "built trainer"])
+def test_job_trains_in_its_own_process_and_saves_its_run(tmp_path, built):
+    job = make_job(tmp_path, epochs=3, built=built)
+    assert job.n_train_rows == (6 if built else 0)  # a spec's rows are counted by the process that builds it
     job.start()
     job.join(60)
+    assert job.n_train_rows == 6
     snap = job.snapshot()
     assert snap.done and snap.state == "finished" and snap.progress == 1.0
     assert [r["epoch"] for r in snap.epoch_records] == [1, 2, 3]
@@ -38,6 +45,32 @@ def test_job_trains_in_its_own_process_and_saves_its_run(tmp_path):
     assert snap.probe is not None and snap.probe["epoch"] == 3
     assert job.run is not None and [e.epoch for e in job.run.history.epochs] == [1, 2, 3]
     assert load_run(snap.run_path).predict("a great movie").label in ("pos", "neg")
+
+
+def test_a_job_whose_trainer_cannot_be_built_says_why(tmp_path):
+    # Every word unknown and unknown words dropped: nothing to learn from, found while building.
+    spec = TrainerSpec(TINY, TrainConfig(epochs=1, batch_size=2, val_fraction=0.0, unknown="drop"),
+                       dataset_from_lists(["qzxv wvvq", "xqqz zzvk"] * 2, ["a", "b"] * 2), load_embeddings())
+    spec.check()  # the settings themselves are fine: the server lets it start
+    job = TrainingJob(spec, tmp_path, "nothing")
+    job.start()
+    job.join(60)
+    assert job.done and job.state == "failed"
+    assert job.message.startswith("Cannot start: no training row has a word the embedding table knows")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_spec_check_raises_what_building_would(tmp_path):
+    data, emb = dataset_from_lists(TEXTS, LABELS), load_embeddings()
+    cases = [(ModelConfig(n_heads=4, d_model=None, embedding_dim=48), TrainConfig()),  # GloVe is 50-d: 4 do not divide it
+             (ModelConfig(max_len=16), TrainConfig(max_tokens=32))]
+    for model_cfg, train_cfg in cases:
+        spec = TrainerSpec(model_cfg, train_cfg, data, emb)
+        with pytest.raises(ConfigError) as checked:
+            spec.check()
+        with pytest.raises(ConfigError) as built:
+            spec.build()
+        assert str(checked.value) == str(built.value)
 
 
 def test_orphaned_job_stops_itself_and_keeps_what_it_learned(tmp_path):

@@ -3,10 +3,11 @@
 ``python -m ui.job_worker`` is started once by the app server (see :class:`ui.jobs.JobHost`).
 It imports torch and ``attention_core`` and maps the GloVe table once, then waits on a Unix
 socket (``multiprocessing.connection``, with an auth key). For every connection it forks: the
-child reads one job — a pickled, not yet run :class:`~attention_core.Trainer`, the runs folder
-and the run's name — trains it, reports progress on the same connection and saves the run.
-Forking from this small single-threaded process starts a job in a few milliseconds with
-nothing to import; forking the Streamlit server itself would copy its threads and state.
+child reads one job — a pickled :class:`~attention_core.training.TrainerSpec` (or a not yet run
+:class:`~attention_core.Trainer`), the runs folder and the run's name — builds the trainer,
+trains it, reports progress on the same connection and saves the run. Forking from this small
+single-threaded process starts a job in a few milliseconds with nothing to import; forking the
+Streamlit server itself would copy its threads and state.
 
 The host has no work of its own and exits when the server does (its stdin closes). A job
 stops — and saves what it learned — when asked, when its page stops sending heartbeats, or
@@ -34,7 +35,7 @@ from attention_core.embeddings import load_embeddings
 from attention_core.errors import InputError
 from attention_core.runs import safe_name
 from attention_core.threads import ThreadTuner
-from attention_core.training import EpochRecord, StepEvent
+from attention_core.training import EpochRecord, StepEvent, TrainerSpec
 
 PROGRESS_EVERY = 0.1  # seconds between progress messages (the page redraws every 0.4 s)
 log = logging.getLogger("ui.job_worker")
@@ -145,11 +146,21 @@ def run_job(conn: Connection) -> None:
         conn.send(("failed", f"the training process could not read the job: {type(err).__name__}: {err}"))
         return
     os.nice(nice)
+    if isinstance(trainer, TrainerSpec):
+        try:
+            trainer = trainer.build()  # tokenizing, encoding, the model: here, not in the server
+        except InputError as err:
+            conn.send(("failed", f"Cannot start: {err}"))
+            return
+        except Exception as err:
+            log.error("training job %s could not be built:\n%s", name, traceback.format_exc())
+            conn.send(("failed", f"Cannot start: {type(err).__name__}: {err}"))
+            return
     tuner = ThreadTuner(sorted({1, min(2, os.cpu_count() or 1)})) if threads == 0 else None
     if tuner is None:
         torch.set_num_threads(threads)
     reporter = _Reporter(trainer, conn, tuner)
-    reporter.send(("started", os.getpid()))
+    reporter.send(("started", os.getpid(), trainer.n_train_rows))
     signal.signal(signal.SIGTERM, lambda *_: trainer.stop())  # asked to end: stop at the next step, and save
     ended = threading.Event()
     threading.Thread(

@@ -1,9 +1,12 @@
 """A training job: a ``Trainer`` trained in its own process, watched by a browser session.
 
-The page builds a :class:`~attention_core.Trainer` (so a bad setting fails at once, with its
-hint) and hands it to a :class:`TrainingJob`, which sends it to a process forked by the job
-host (:mod:`ui.job_worker`: torch, ``attention_core`` and GloVe already loaded, so a job starts
-in milliseconds). Why a process: on two cores, a training thread inside the Streamlit server
+The page checks its settings (:meth:`~attention_core.training.TrainerSpec.check`: a bad one
+fails at once, with its hint) and hands a :class:`~attention_core.training.TrainerSpec` to a
+:class:`TrainingJob`, which sends it to a process forked by the job host (:mod:`ui.job_worker`:
+torch, ``attention_core`` and GloVe already loaded, so a job starts in milliseconds); that
+process builds the :class:`~attention_core.Trainer` (tokenizing and encoding the data, ~0.1 s
+that the server, busy with every learner's page, does not spend). A built ``Trainer`` is
+accepted too. Why a process: on two cores, a training thread inside the Streamlit server
 held the GIL for most of each step, so the server's event loop (page updates, health checks,
 other sessions) waited behind it; with four sessions training, health checks took up to half
 a second.
@@ -11,7 +14,7 @@ a second.
 Messages on the job's connection (pickled tuples):
 
 * page → job: ``"pause"``, ``"resume"``, ``"stop"``, ``"heartbeat"``;
-* job → page: ``("started", pid)``, ``("progress", epoch, step_in_epoch, steps_per_epoch, examples_seen, seconds,
+* job → page: ``("started", pid, training_rows)``, ``("progress", epoch, step_in_epoch, steps_per_epoch, examples_seen, seconds,
   new_step_losses)`` at most every 0.1 s, ``("epoch", record)``, ``("probe", record)``,
   ``("idle", paused)``, and last ``("end", status, message, run_path, validation_probs)`` or
   ``("failed", message)``. The validation predictions are made by the job's process, so that four
@@ -47,7 +50,7 @@ import numpy as np
 
 from attention_core import Run, Trainer, load_run
 from attention_core.errors import InputError
-from attention_core.training import TrainConfig
+from attention_core.training import TrainConfig, TrainerSpec
 
 ORPHAN_AFTER = 90.0  # seconds without a heartbeat before a job stops itself (5 s was too short under load)
 HEARTBEAT_EVERY = 1.0  # the page sends at most one heartbeat a second
@@ -184,9 +187,12 @@ class JobSnapshot:
 
 @dataclass
 class TrainingJob:
-    """Train ``trainer`` in a child process; save the run under ``runs_dir / name`` (never overwriting)."""
+    """Train ``trainer`` in a child process; save the run under ``runs_dir / name`` (never overwriting).
 
-    trainer: Trainer | None  # handed to the child on start(); None afterwards (it trains over there)
+    ``trainer``: a :class:`TrainerSpec` (built by the child) or a built :class:`Trainer`.
+    """
+
+    trainer: Trainer | TrainerSpec | None  # handed to the child on start(); None afterwards (it trains over there)
     runs_dir: Path
     name: str
     orphan_after: float = ORPHAN_AFTER
@@ -198,7 +204,7 @@ class TrainingJob:
     pid: int | None = None  # the training process, once it has started
     validation_probs: np.ndarray | None = None  # the saved run's predictions for its validation rows (N, C)
     train_config: TrainConfig = field(init=False)
-    n_train_rows: int = field(init=False)
+    n_train_rows: int = field(init=False)  # 0 until the child has built a TrainerSpec's trainer
     _paused: bool = False
     _epoch: int = 0
     _step_in_epoch: int = 0
@@ -218,7 +224,7 @@ class TrainingJob:
 
     def __post_init__(self) -> None:
         self.train_config = self.trainer.train_config
-        self.n_train_rows = self.trainer.n_train_rows
+        self.n_train_rows = self.trainer.n_train_rows if isinstance(self.trainer, Trainer) else 0
 
     # -- control (called from the page) -------------------------------------------------------
     def start(self) -> None:
@@ -315,7 +321,7 @@ class TrainingJob:
                 kind = msg[0]
                 with self._lock:
                     if kind == "started":
-                        self.pid = msg[1]
+                        self.pid, self.n_train_rows = msg[1], msg[2]
                         if self.state == "starting":
                             self.state = "running"
                     elif kind == "progress":
@@ -360,7 +366,7 @@ class TrainingJob:
             epochs = self.train_config.epochs
             rate = self._examples_seen / self._seconds if self._seconds > 0 else 0.0
             total = epochs * self.n_train_rows
-            eta = (total - self._examples_seen) / rate if rate > 0 else None
+            eta = (total - self._examples_seen) / rate if rate > 0 and total else None
             done = self.done
             state = self.state
             if state == "running" and self._paused:
