@@ -6,6 +6,8 @@ A run directory holds::
     vocab.json         tokenizer, unknown-word mode, max tokens, embedding source, run vocabulary
     model.safetensors  the weights (safetensors: plain tensors, nothing is unpickled)
     history.json       per-epoch metrics, step losses, probe attention, validation rows
+    snapshots.safetensors  (optional) the trained weights at a few epochs, for the time-lapse of
+                       any sentence: tensors named ``epoch<N>/<parameter>``, float16
 
 Saving is atomic: files are written to a temporary sibling directory that is renamed into
 place, so a crash mid-save never leaves a half-written run that loads. Loading checks the
@@ -14,6 +16,7 @@ format tag, every file, the configs and the tensor names and shapes.
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import os
@@ -23,7 +26,7 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +34,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from attention_core.embeddings import EmbeddingSource, load_embeddings
-from attention_core.encoding import TextEncoder
+from attention_core.encoding import Encoded, TextEncoder
 from attention_core.errors import ConfigError, InputError, RunError
 from attention_core.model import AttentionClassifier, ModelConfig
 from attention_core.training import History, TrainConfig, TrainResult, predict_probabilities
@@ -39,6 +42,7 @@ from attention_core.training import History, TrainConfig, TrainResult, predict_p
 FORMAT = "attention-playground-run"
 VERSION = 1
 RUN_FILES = ("config.json", "vocab.json", "model.safetensors", "history.json")
+SNAPSHOT_FILE = "snapshots.safetensors"  # optional (runs saved before it existed have none)
 MAX_ZIP_BYTES = 200 * 1024 * 1024
 
 
@@ -75,14 +79,31 @@ class Run:
     name: str = "run"
     path: Path | None = None
     validation: tuple[tuple[str, ...], tuple[int, ...]] = ((), ())  # texts, label ids
+    snapshots: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)  # epoch → trained weights
 
     @classmethod
     def from_result(cls, result: TrainResult, name: str = "run") -> Run:
         val = (result.val_set.texts, result.val_set.labels)
         return cls(
             result.model, result.encoder, result.model_config, result.train_config,
-            tuple(result.label_names), result.history, name, None, val,
+            tuple(result.label_names), result.history, name, None, val, dict(result.snapshots),
         )
+
+    @torch.no_grad()
+    def forward_over_training(self, text: str) -> tuple[Encoded, list[tuple[int, torch.Tensor, torch.Tensor]]]:
+        """``text`` through the model as it was at each snapshot epoch: its encoding and [(epoch,
+        probabilities (C,), attention (L, H, T, T))], oldest first (none for a run without snapshots).
+
+        Raises ``EmbeddingError`` if no word of ``text`` is known.
+        """
+        enc, batch = self.encoder.encode_for_model(text)
+        model = copy.deepcopy(self.model).eval()
+        out = []
+        for epoch in sorted(self.snapshots):
+            model.load_state_dict({k: v.float() for k, v in self.snapshots[epoch].items()}, strict=False)
+            logits, attn = model(batch.ids, batch.mask, batch.extra)
+            out.append((epoch, torch.softmax(logits[0], -1), attn[:, 0]))
+        return enc, out
 
     @torch.no_grad()
     def forward(self, text: str):
@@ -138,6 +159,9 @@ def save_run(run: Run, path: str | os.PathLike) -> Path:
         (tmp / "history.json").write_text(json.dumps(history))
         state = {k: v.detach().contiguous() for k, v in run.model.state_dict().items()}
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": FORMAT})
+        if run.snapshots:
+            snaps = {f"epoch{e}/{k}": v.contiguous() for e, weights in run.snapshots.items() for k, v in weights.items()}
+            save_file(snaps, str(tmp / SNAPSHOT_FILE), metadata={"format": FORMAT})
         os.chmod(tmp, 0o755)  # mkdtemp makes 0700: a run is an ordinary, shareable folder
         for f in tmp.iterdir():  # data on disk before the rename makes it visible
             os.chmod(f, 0o644)
@@ -221,8 +245,27 @@ def load_run(path: str | os.PathLike, *, embedding_file: str | None = None) -> R
         raise RunError(f"{path / 'model.safetensors'} does not fit the config (e.g. {diff})", "re-train the run")
     model.load_state_dict(state)
     model.eval()
+    snapshots = _load_snapshots(path / SNAPSHOT_FILE, model) if (path / SNAPSHOT_FILE).is_file() else {}
     val = (tuple(validation.get("texts", [])), tuple(int(x) for x in validation.get("labels", [])))
-    return Run(model, encoder, model_config, train_config, labels, history, str(cfg.get("name", path.name)), path, val)
+    return Run(model, encoder, model_config, train_config, labels, history, str(cfg.get("name", path.name)), path, val,
+               snapshots)
+
+
+def _load_snapshots(file: Path, model: AttentionClassifier) -> dict[int, dict[str, torch.Tensor]]:
+    """Read and check a run's weight snapshots: every tensor is one of the model's parameters, in shape."""
+    try:
+        tensors = load_file(str(file))
+    except Exception as err:  # safetensors raises its own error types
+        raise RunError(f"{file} cannot be read ({err})", "delete that file (the run loads without it) or re-train") from err
+    params = {k: tuple(p.shape) for k, p in model.named_parameters()}
+    snapshots: dict[int, dict[str, torch.Tensor]] = {}
+    for key, tensor in tensors.items():
+        match = re.fullmatch(r"epoch(\d+)/(.+)", key)
+        if not match or match[2] not in params or tuple(tensor.shape) != params[match[2]] or not tensor.is_floating_point():
+            raise RunError(f"{file} has a tensor {key!r} that does not fit the model",
+                           "delete that file (the run loads without it) or re-train")
+        snapshots.setdefault(int(match[1]), {})[match[2]] = tensor
+    return snapshots
 
 
 def run_to_zip(path: str | os.PathLike) -> bytes:
@@ -230,8 +273,9 @@ def run_to_zip(path: str | os.PathLike) -> bytes:
     path = Path(path)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name in RUN_FILES:
-            zf.write(path / name, arcname=name)
+        for name in (*RUN_FILES, SNAPSHOT_FILE):
+            if name in RUN_FILES or (path / name).is_file():
+                zf.write(path / name, arcname=name)
     return buf.getvalue()
 
 
@@ -247,14 +291,15 @@ def run_from_zip(data: bytes, runs_dir: str | os.PathLike, name: str) -> Path:
     missing = [f for f in RUN_FILES if f not in names]
     if missing:
         raise RunError(f"the archive has no {', '.join(missing)}", "upload a zip made by 'Download run'")
-    if sum(zf.getinfo(names[f]).file_size for f in RUN_FILES) > 4 * MAX_ZIP_BYTES:
+    files = [f for f in (*RUN_FILES, SNAPSHOT_FILE) if f in names]
+    if sum(zf.getinfo(names[f]).file_size for f in files) > 4 * MAX_ZIP_BYTES:
         raise RunError("the archive unpacks to more than the allowed size", "upload a zip made by 'Download run'")
     target = Path(runs_dir) / safe_name(name)
     if target.exists():
         raise RunError(f"a run named {target.name!r} already exists", "rename or delete it first")
     tmp = Path(tempfile.mkdtemp(prefix=".upload-", dir=Path(runs_dir)))
     try:
-        for f in RUN_FILES:  # only our four files, written under names we choose
+        for f in files:  # only our own files, written under names we choose
             (tmp / f).write_bytes(zf.read(names[f]))
         load_run(tmp)  # raises RunError if anything is wrong
         tmp.rename(target)

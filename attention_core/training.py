@@ -29,6 +29,7 @@ from attention_core.model import AttentionClassifier, ModelConfig, with_data
 
 OPTIMIZERS = ("adamw", "adam", "sgd")
 MAX_PROBE_RECORDS = 100  # attention snapshots per probe sentence kept in the history
+MAX_SNAPSHOTS = 50  # weight snapshots a run may keep (each ~0.65 MB for the default model)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class TrainConfig:
     max_tokens: int = 64  # longer texts are truncated
     vocab_limit: int | None = None  # use only the N most frequent embedding words (seed: 10,000)
     probes: tuple[str, ...] = ()  # sentences whose attention is recorded during training
+    snapshots: int = 6  # weight snapshots kept along training (epoch 0 … last), for any sentence's time-lapse; 0 = none
     num_threads: int | None = None  # torch CPU threads; None = leave as is
 
     def __post_init__(self) -> None:
@@ -70,6 +72,8 @@ class TrainConfig:
             bad("time_budget", "use a positive number of seconds")
         if self.weight_decay < 0:
             bad("weight_decay", "use 0 or more")
+        if not 0 <= self.snapshots <= MAX_SNAPSHOTS:
+            bad("snapshots", f"use 0 … {MAX_SNAPSHOTS}")
         if self.num_threads is not None and self.num_threads < 1:
             bad("num_threads", "use 1 or more, or leave it unset for torch's default")
 
@@ -188,6 +192,26 @@ class TrainResult:
     history: History
     train_set: TextDataset
     val_set: TextDataset
+    snapshots: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)  # epoch → trained weights (float16)
+
+
+def snapshot_epochs(epochs: int, n: int) -> set[int]:
+    """The epochs whose weights a run keeps: ``n`` evenly spread from 0 (before training) to ``epochs``.
+
+    Example:
+        >>> sorted(snapshot_epochs(10, 6))
+        [0, 2, 4, 6, 8, 10]
+    """
+    if n <= 0:
+        return set()
+    if n == 1:
+        return {epochs}
+    return {round(i * epochs / (n - 1)) for i in range(n)}
+
+
+def _trained_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The weights training changes, in float16 (what a time-lapse needs; frozen ones are the run's own)."""
+    return {k: p.detach().to(torch.float16).clone() for k, p in model.named_parameters() if p.requires_grad}
 
 
 def _snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -442,6 +466,8 @@ class Trainer:
         else:
             opt = self._optimizer()
         self._record_probes(0)
+        keep = snapshot_epochs(tc.epochs, tc.snapshots)
+        snapshots = {0: _trained_weights(model)} if 0 in keep else {}
         step, elapsed = 0, 0.0
         model.train()
         for epoch in range(1, tc.epochs + 1):
@@ -522,6 +548,8 @@ class Trainer:
                 best_loss, best_state, h.best_epoch = score, last_good, epoch
             if epoch % probe_every == 0 or epoch == tc.epochs or self._stop.is_set() or h.status != "running":
                 self._record_probes(epoch)
+            if epoch in keep or (tc.snapshots and (self._stop.is_set() or h.status != "running")):
+                snapshots[epoch] = _trained_weights(model)  # the last epoch of a stopped run too
             if on_epoch is not None:
                 on_epoch(record)
             if self._stop.is_set() or h.status != "running":
@@ -535,7 +563,7 @@ class Trainer:
         model.zero_grad(set_to_none=True)
         model.eval().cpu()  # runs are saved and served from the CPU
         return TrainResult(
-            model, self.encoder, self.model_config, tc, self.label_names, h, self.train_set, self.val_set
+            model, self.encoder, self.model_config, tc, self.label_names, h, self.train_set, self.val_set, snapshots
         )
 
 

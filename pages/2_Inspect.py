@@ -193,15 +193,30 @@ with tabs[2]:
 # -- time-lapse -----------------------------------------------------------------------------------
 with tabs[3]:
     probes = [p for p in run.history.probes if p.get("sentences")]
-    st.caption("The time-lapse replays the run's **probe sentences**: their attention was recorded after every epoch "
-               "while the model trained (epoch 0 = before training). Probe sentences are set on the Train page.")
-    if not probes:
-        st.info("This run recorded no probe sentences. Train a model on the Train page to get a time-lapse.")
-    else:
-        probe_texts = list(dict.fromkeys(s["text"] for p in probes for s in p["sentences"]))
+    TL_SOURCES = ["This sentence", "A probe sentence"]
+    tl_source = (st.radio("Replay", TL_SOURCES, horizontal=True, **kept("inspect_tl_source", TL_SOURCES[0], TL_SOURCES))
+                 if run.snapshots and probes else TL_SOURCES[0] if run.snapshots else TL_SOURCES[1])
+    records = []
+    if tl_source == TL_SOURCES[0]:
+        st.caption(f"The time-lapse runs **your sentence** through the model as it was at {len(run.snapshots)} moments "
+                   "of its training (the run kept those weights; epoch 0 = before training).")
+        enc, steps = run.forward_over_training(text)
+        records = [(e, {"tokens": list(enc.tokens), "attention": attn.numpy(), "probabilities": probs.tolist()})
+                   for e, probs, attn in steps]
         c1, c2, c3 = st.columns([2, 1, 1])
-        probe = c1.selectbox("Probe sentence", probe_texts, key="inspect_probe")
-        records = [(p["epoch"], s) for p in probes for s in p["sentences"] if s["text"] == probe]
+        c1.markdown("**The sentence above**, at every kept epoch")
+    else:
+        st.caption("The time-lapse replays the run's **probe sentences**: their attention was recorded after every epoch "
+                   "while the model trained (epoch 0 = before training). Probe sentences are set on the Train page.")
+        if not probes:
+            st.info("This run kept no weights along its training and recorded no probe sentences (it was saved by an "
+                    "older version): train a model on the Train page to get a time-lapse.")
+        else:
+            probe_texts = list(dict.fromkeys(s["text"] for p in probes for s in p["sentences"]))
+            c1, c2, c3 = st.columns([2, 1, 1])
+            probe = c1.selectbox("Probe sentence", probe_texts, key="inspect_probe")
+            records = [(p["epoch"], s) for p in probes for s in p["sentences"] if s["text"] == probe]
+    if records:
         tl_layer = c2.selectbox("Layer", range(n_layers), key="inspect_tl_layer",
                                 format_func=lambda i: f"Layer {i + 1}")
         tl_head = c3.selectbox("Head", range(n_heads + 1), key="inspect_tl_head",

@@ -37,7 +37,8 @@ def trained(tmp_path_factory) -> Path:
 
 
 def test_train_writes_a_run(trained):
-    assert sorted(p.name for p in trained.iterdir()) == ["config.json", "history.json", "model.safetensors", "vocab.json"]
+    assert sorted(p.name for p in trained.iterdir()) == ["config.json", "history.json", "model.safetensors", "snapshots.safetensors",
+                                                          "vocab.json"]
     assert json.loads((trained / "config.json").read_text())["train"]["num_threads"] == 1  # --threads is recorded
 
 

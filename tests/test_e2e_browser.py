@@ -50,6 +50,9 @@ def test_home_sentence_to_heatmap(server):
         page.goto(server)
         main = page.get_by_test_id("stMain")
         main.get_by_text("Prediction:").wait_for()
+        # The first example's heatmap drawn (plotly.js loads after the page's text: typing before that
+        # left the chart only the last figure to draw, and the in-place check below had nothing to count).
+        main.locator("g.ytick text", has_text="food").first.wait_for()
         box = main.get_by_label("Your sentence")
         box.fill("the service was slow and the staff rude")
         box.press("Enter")

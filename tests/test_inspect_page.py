@@ -17,7 +17,7 @@ from tests.apptest_helpers import array, chart, widget
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "2_Inspect.py")
 KEYS = [
     "inspect_run", "inspect_source", "inspect_text", "inspect_layer", "inspect_head", "inspect_topk", "inspect_threshold",
-    "inspect_method", "inspect_show_position", "inspect_probe", "inspect_epoch", "inspect_compare_mode",
+    "inspect_method", "inspect_show_position", "inspect_tl_source", "inspect_epoch", "inspect_compare_mode",
     "inspect_compare_text",
 ]
 
@@ -50,7 +50,7 @@ def test_renders_with_every_section_and_control(runs: Path) -> None:
     assert len(at.metric) == 1 and at.metric[0].label.startswith("Rank agreement")
     captions = " ".join(c.value for c in at.caption)
     assert "position-index feature does not apply" in captions  # the bundled model uses sinusoidal positions
-    assert "probe sentences" in captions
+    assert "your sentence" in captions  # the time-lapse replays the typed sentence
 
 
 def test_typed_sentence_changes_the_tokens_shown(runs: Path) -> None:
@@ -107,6 +107,24 @@ def test_time_lapse_slider_changes_the_figure(runs: Path) -> None:
     after = chart(at, "inspect_tl_heatmap")
     assert "**Epoch 0** · layer 2 · average of heads" in [m.value for m in at.markdown]
     assert not np.allclose(array(after["data"][0]["z"]), array(before["data"][0]["z"]))
+
+
+def test_time_lapse_replays_the_typed_sentence_or_a_probe(runs: Path) -> None:
+    at = page()
+    at.text_input(key="inspect_text").input("the pizza was cold").run()
+    assert not at.exception
+    assert at.radio(key="inspect_tl_source").value == "This sentence"
+    slider = at.select_slider(key="inspect_epoch")
+    assert slider.options == ["0", "2", "4", "6", "8", "10"]  # the bundled run kept 6 snapshots of its weights
+    assert chart(at, "inspect_tl_heatmap")["data"][0]["x"] == ["the", "pizza", "was", "cold"]
+    before = chart(at, "inspect_tl_heatmap")
+    slider.set_value(0).run()
+    assert not np.allclose(array(chart(at, "inspect_tl_heatmap")["data"][0]["z"]), array(before["data"][0]["z"]))
+    at.radio(key="inspect_tl_source").set_value("A probe sentence").run()
+    assert not at.exception
+    probe = at.selectbox(key="inspect_probe")
+    assert chart(at, "inspect_tl_heatmap")["data"][0]["x"][0] == probe.value.split()[0]
+    assert at.select_slider(key="inspect_epoch").options == [str(e) for e in range(11)]  # recorded every epoch
 
 
 def test_compare_two_sentences(runs: Path) -> None:

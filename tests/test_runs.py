@@ -164,3 +164,44 @@ def test_missing_run_dir_is_a_clear_error(tmp_path):
         load_run(tmp_path / "half")
     shutil.rmtree(tmp_path / "half")
     assert os.listdir(tmp_path) == []
+
+
+def test_a_run_keeps_weight_snapshots_for_any_sentences_time_lapse(tmp_path):
+    from attention_core.training import snapshot_epochs
+
+    cfg = ModelConfig(n_layers=2, n_heads=2, d_model=16, d_ff=32)
+    train = TrainConfig(epochs=5, batch_size=4, val_fraction=0.0, snapshots=3, lr=0.01)  # no validation: keeps the last
+    result = Trainer(cfg, train, dataset_from_lists(TEXTS, LABELS), load_embeddings()).run()
+    assert sorted(result.snapshots) == sorted(snapshot_epochs(5, 3)) == [0, 2, 5]
+    assert all(t.dtype == torch.float16 for w in result.snapshots.values() for t in w.values())
+    saved = load_run(save_run(Run.from_result(result, name="lapse"), tmp_path / "lapse"))
+    assert sorted(saved.snapshots) == [0, 2, 5]
+    enc, steps = saved.forward_over_training("a really great movie")
+    assert [e for e, _, _ in steps] == [0, 2, 5] and list(enc.tokens) == ["a", "really", "great", "movie"]
+    _, probs, attn = saved.forward("a really great movie")
+    assert steps[-1][2].shape == attn.shape  # (layers, heads, tokens, tokens)
+    assert torch.allclose(steps[-1][2], attn, atol=2e-2) and torch.allclose(steps[-1][1], probs, atol=2e-2)
+    assert not torch.allclose(steps[0][2], attn, atol=2e-2)  # before training it attended differently
+    (tmp_path / "uploads").mkdir()
+    back = load_run(run_from_zip(run_to_zip(tmp_path / "lapse"), tmp_path / "uploads", "back"))
+    assert sorted(back.snapshots) == [0, 2, 5]
+
+
+def test_damaged_snapshots_are_refused_and_a_run_without_them_loads(run, tmp_path):
+    path = save_run(run, tmp_path / "r")
+    assert (path / "snapshots.safetensors").is_file()
+    good = (path / "snapshots.safetensors").read_bytes()
+    from safetensors.torch import save_file
+
+    save_file({"epoch1/head.weight": torch.zeros(7, 7, dtype=torch.float16)}, str(path / "snapshots.safetensors"))
+    with pytest.raises(RunError, match="does not fit the model"):
+        load_run(path)
+    (path / "snapshots.safetensors").write_bytes(good[: len(good) // 2])
+    with pytest.raises(RunError, match="cannot be read"):
+        load_run(path)
+    (path / "snapshots.safetensors").unlink()  # a run saved before snapshots existed
+    assert load_run(path).snapshots == {} and load_run(path).forward_over_training("a great movie")[1] == []
+    none = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32),
+                   TrainConfig(epochs=1, batch_size=4, snapshots=0), dataset_from_lists(TEXTS, LABELS),
+                   load_embeddings()).run()
+    assert not (save_run(Run.from_result(none), tmp_path / "none") / "snapshots.safetensors").exists()
