@@ -119,8 +119,13 @@ def test_train_upload_start_watch_finish_then_inspect(server):
         assert trained["epochs"] == 400
         assert (trained["lr"], trained["val_fraction"]) == (DEFAULT_TRAIN.lr, DEFAULT_TRAIN.val_fraction)
         page.goto(f"{server}/Inspect")
-        page.get_by_test_id("stMain").get_by_text("L1 · H1").first.wait_for()
+        main = page.get_by_test_id("stMain")
+        main.get_by_text("L1 · H1").first.wait_for()
         shot(page, "inspect")
+        # The time-lapse replays the inspected sentence through the weights the run kept while training.
+        main.get_by_role("tab", name="Time-lapse").click()
+        main.get_by_text("at every kept epoch").wait_for()
+        assert main.get_by_text(re.compile(r"Prediction at epoch \d+:")).count() == 1
 
 
 PAGES = ["Train", "Inspect", "Self_attention", "Cross_attention_and_masks", "Backpropagation", "Seed_experiment"]
