@@ -51,7 +51,7 @@ class TrainConfig:
     max_tokens: int = 64  # longer texts are truncated
     vocab_limit: int | None = None  # use only the N most frequent embedding words (seed: 10,000)
     probes: tuple[str, ...] = ()  # sentences whose attention is recorded during training
-    snapshots: int = 6  # weight snapshots kept along training (epoch 0 … last), for any sentence's time-lapse; 0 = none
+    snapshots: int = 6  # weight snapshots along training (epoch 0 … last, + the kept best epoch) for any sentence's time-lapse
     num_threads: int | None = None  # torch CPU threads; None = leave as is
 
     def __post_init__(self) -> None:
@@ -560,6 +560,8 @@ class Trainer:
                 h.message = f"stopped by the user after {len(h.epochs)} epoch(s)"
         if has_val and best_state is not None:
             model.load_state_dict(best_state)  # keep the best weights by validation loss
+            if tc.snapshots and h.best_epoch not in snapshots:  # the time-lapse shows the kept model too
+                snapshots[h.best_epoch] = _trained_weights(model)
         model.zero_grad(set_to_none=True)
         model.eval().cpu()  # runs are saved and served from the CPU
         return TrainResult(

@@ -242,8 +242,10 @@ with tabs[3]:
                 st.caption("This run did not record probabilities for its probes.")
             best_epoch = run.history.best_epoch
             if best_epoch is not None and best_epoch != epochs[-1]:
-                st.caption(f"The saved model keeps the weights of epoch {best_epoch} (lowest validation loss), so its "
-                           "predictions elsewhere on this page can differ from the last epoch here.")
+                where = ("epoch {0} on this slider is that model" if best_epoch in epochs else
+                         "its predictions elsewhere on this page can differ from the last epoch here")
+                st.caption(f"The saved model keeps the weights of epoch {best_epoch} (lowest validation loss): "
+                           + where.format(best_epoch) + ".")
 
 # -- compare --------------------------------------------------------------------------------------
 with tabs[4]:

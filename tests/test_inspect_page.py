@@ -115,7 +115,9 @@ def test_time_lapse_replays_the_typed_sentence_or_a_probe(runs: Path) -> None:
     assert not at.exception
     assert at.radio(key="inspect_tl_source").value == "This sentence"
     slider = at.select_slider(key="inspect_epoch")
-    assert slider.options == ["0", "2", "4", "6", "8", "10"]  # the bundled run kept 6 snapshots of its weights
+    # The bundled run kept its weights at 6 moments of training and at epoch 3, the model it keeps.
+    assert slider.options == ["0", "2", "3", "4", "6", "8", "10"]
+    assert "epoch 3 on this slider is that model" in " ".join(c.value for c in at.caption)
     assert chart(at, "inspect_tl_heatmap")["data"][0]["x"] == ["the", "pizza", "was", "cold"]
     before = chart(at, "inspect_tl_heatmap")
     slider.set_value(0).run()

@@ -205,3 +205,17 @@ def test_damaged_snapshots_are_refused_and_a_run_without_them_loads(run, tmp_pat
                    TrainConfig(epochs=1, batch_size=4, snapshots=0), dataset_from_lists(TEXTS, LABELS),
                    load_embeddings()).run()
     assert not (save_run(Run.from_result(none), tmp_path / "none") / "snapshots.safetensors").exists()
+
+
+def test_the_kept_best_epoch_is_among_the_snapshots():
+    # Validation rows the training rows do not settle (negations): validation loss is lowest mid-way.
+    ds = dataset_from_lists(TEXTS + ["not great at all", "not bad really", "i did not love it", "fun but awful"],
+                            LABELS + ["neg", "pos", "neg", "neg"])
+    cfg = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32)
+    train = TrainConfig(epochs=12, batch_size=2, val_fraction=0.25, lr=0.05, snapshots=2)  # planned: epochs 0 and 12
+    run = Run.from_result(Trainer(cfg, train, ds, load_embeddings()).run())
+    best = run.history.best_epoch
+    assert best not in (0, 12)  # the case this is about: a kept epoch that was not planned
+    assert sorted(run.snapshots) == sorted({0, best, 12})
+    kept = dict(run.model.named_parameters())
+    assert all(torch.allclose(w.float(), kept[k], atol=1e-2) for k, w in run.snapshots[best].items())
