@@ -211,7 +211,7 @@ def snapshot_epochs(epochs: int, n: int) -> set[int]:
 
 def _trained_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """The weights training changes, in float16 (what a time-lapse needs; frozen ones are the run's own)."""
-    return {k: p.detach().to(torch.float16).clone() for k, p in model.named_parameters() if p.requires_grad}
+    return {k: p.detach().to("cpu", torch.float16, copy=True) for k, p in model.named_parameters() if p.requires_grad}
 
 
 def _snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -548,12 +548,14 @@ class Trainer:
                 best_loss, best_state, h.best_epoch = score, last_good, epoch
             if epoch % probe_every == 0 or epoch == tc.epochs or self._stop.is_set() or h.status != "running":
                 self._record_probes(epoch)
-            if epoch in keep or (tc.snapshots and (self._stop.is_set() or h.status != "running")):
-                snapshots[epoch] = _trained_weights(model)  # the last epoch of a stopped run too
+            if epoch in keep:
+                snapshots[epoch] = _trained_weights(model)
             if on_epoch is not None:
                 on_epoch(record)
             if self._stop.is_set() or h.status != "running":
                 break
+        if tc.snapshots and h.epochs and h.epochs[-1].epoch not in snapshots:  # stopped or diverged early
+            snapshots[h.epochs[-1].epoch] = _trained_weights(model)  # (a diverged run's model is its last good epoch)
         if h.status == "running":
             h.status = "stopped" if self._stop.is_set() else "finished"
             if h.status == "stopped":

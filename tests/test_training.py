@@ -86,6 +86,10 @@ def test_diverging_run_is_caught_and_last_good_weights_kept(tiny_ds, emb):
     assert all(torch.isfinite(p).all() for p in result.model.parameters())
     logits, _ = result.model(result.encoder.collate([result.encoder.encode("a great movie")]).ids)
     assert torch.isfinite(logits).all()
+    # The time-lapse ends with the weights kept (the last good epoch), all finite.
+    last = max(result.snapshots)
+    assert last == (h.epochs[-1].epoch if h.epochs else 0)
+    assert all(torch.isfinite(w).all() for weights in result.snapshots.values() for w in weights.values())
 
 
 def test_stop_from_another_thread(tiny_ds, emb):
@@ -105,6 +109,7 @@ def test_stop_from_another_thread(tiny_ds, emb):
     assert not thread.is_alive()
     h = box["r"].history
     assert h.status == "stopped" and 3 <= len(h.epochs) < 100_000
+    assert h.epochs[-1].epoch in box["r"].snapshots  # the time-lapse reaches the epoch it stopped at
 
 
 def test_pause_and_resume_from_another_thread(tiny_ds, emb):
