@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from attention_core import load_run
 from tests.apptest_helpers import live_chart
 
 TIMEOUT = 90
@@ -85,6 +86,7 @@ def test_tiny_training_flow_completes_and_saves_a_run(runs_dir):
     at.radio(key="train_preset").set_value("Custom").run()
     at.number_input(key="train_default_c_epochs").set_value(3)
     at.number_input(key="train_default_c_layers").set_value(1)
+    at.number_input(key="train_default_c_snaps").set_value(2)
     at.text_input(key="train_default_c_name_small.csv").set_value("tiny run")
     at.button[0].click().run()  # the form's Start button
     assert not at.exception
@@ -94,6 +96,9 @@ def test_tiny_training_flow_completes_and_saves_a_run(runs_dir):
     at.run()
     assert not at.exception
     assert (runs_dir / "tiny-run" / "model.safetensors").is_file()
+    saved = load_run(runs_dir / "tiny-run")
+    assert saved.train_config.snapshots == 2  # the form's time-lapse moments: epochs 0 and 3, and the best one
+    assert {0, 3} <= set(saved.snapshots) <= {0, 3, saved.history.best_epoch}
     assert any(s.value.startswith("Training finished") for s in at.success)
     assert any(m.label == "Validation accuracy" for m in at.metric)
     assert at.get("download_button")

@@ -9,7 +9,7 @@ import streamlit as st
 
 from attention_core import ModelConfig, TrainConfig, preset
 from attention_core.model import POOLING, POSITIONAL
-from attention_core.training import OPTIMIZERS
+from attention_core.training import MAX_SNAPSHOTS, OPTIMIZERS
 from ui.common import kept
 
 PRESET_LABELS = {"Default": "default", "Seed (the Julia post)": "seed", "Custom": "default"}
@@ -74,11 +74,15 @@ def hyperparameter_form(default_probe: str, data_name: str, *, on_start: Callabl
                   help="The seed post froze it to watch only Q, K and V learn.")
         c4.toggle("Class weights", **k("cw", train.class_weights),
                   help="Weight the loss by inverse class frequency (for imbalanced data).")
-        c1, c2, c3 = st.columns([2, 1, 1])
+        c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
         c1.text_input("Probe sentence (its attention is recorded every epoch)", **k("probe", default_probe))
         c2.number_input("Time budget (s, 0 = none)", 0, 3600, **k("budget", 0))
+        c3.number_input("Time-lapse moments", 0, MAX_SNAPSHOTS, **k("snaps", train.snapshots),
+                        help="How many moments of training keep their weights (epoch 0 to the last, plus the best "
+                        "epoch), so that Inspect's time-lapse can replay any sentence. ~0.65 MB each for the Default "
+                        "model; 0 = none (the probe sentence is still recorded every epoch).")
         suggested = f"{choice.split()[0].lower()}-{data_name.rsplit('.', 1)[0]}"
-        c3.text_input("Run name", **k(f"name_{data_name}", suggested))  # one per dataset: its suggestion follows
+        c4.text_input("Run name", **k(f"name_{data_name}", suggested))  # one per dataset: its suggestion follows
         st.form_submit_button("Start training", type="primary", use_container_width=True, disabled=disabled,
                               icon=":material/play_arrow:", on_click=on_start)
 
@@ -104,5 +108,6 @@ def form_settings(data_name: str) -> tuple[str, ModelConfig, TrainConfig, str]:
     probe = v("probe").strip()
     train = replace(train, epochs=int(v("epochs")), lr=float(v("lr")), batch_size=int(v("batch")), seed=int(v("seed")),
                     val_fraction=float(v("val")), optimizer=v("opt"), class_weights=v("cw"),
-                    time_budget=float(v("budget")) or None, probes=tuple(dict.fromkeys(x for x in (probe, *train.probes) if x)))
+                    time_budget=float(v("budget")) or None, snapshots=int(v("snaps")),
+                    probes=tuple(dict.fromkeys(x for x in (probe, *train.probes) if x)))
     return v(f"name_{data_name}").strip() or "run", model, train, probe
