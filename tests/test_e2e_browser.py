@@ -166,3 +166,15 @@ def test_stopping_the_server_mid_training_keeps_the_run(tmp_path):
     (saved,) = list(tmp_path.glob("*/history.json"))
     history = json.loads(saved.read_text())
     assert history["status"] == "stopped" and 2 <= len(history["epochs"]) < 500
+
+
+def test_a_page_opened_by_its_address_on_a_fresh_server_gets_the_apps_sidebar(tmp_path):
+    """Before any session ran app.py's router, Streamlit served pages/ the old way ("app" first in the sidebar)."""
+    with app_server(tmp_path) as url, browser_page() as page:
+        page.goto(f"{url}/Inspect")
+        main = page.get_by_test_id("stMain")
+        main.get_by_text("Inspect a model").wait_for()
+        nav = page.get_by_test_id("stSidebarNav")
+        nav.get_by_role("link", name="Home").wait_for()
+        assert not nav.get_by_role("link", name="app").count()
+        assert page.url.endswith("/Inspect") and not page.get_by_role("dialog").count()  # no "page not found"

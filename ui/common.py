@@ -92,8 +92,28 @@ def active_run_picker(key: str, *, label: str = "Model") -> tuple[Path, Run] | N
 def page_setup(title: str, icon: str) -> None:
     """Every page's config. ``icon`` is an emoji: Streamlit fetches a ``:material/…:`` favicon from
     fonts.gstatic.com, and the app must not reach the internet."""
+    use_the_router()
     st.set_page_config(page_title=f"{title} · Attention Playground", page_icon=icon, layout="wide")
     settle_heap()
+
+
+def use_the_router() -> None:
+    """Hand a page opened by its address on a freshly started server over to ``app.py``'s router.
+
+    Until some session has run ``app.py`` (and its ``st.navigation``), Streamlit serves a
+    ``pages/`` folder the old way: it runs the page alone and lists the folder in the sidebar
+    itself, the first entry labelled "app" (cf. streamlit#9624), for as long as nobody opens
+    the home page. A learner reloading ``/Train`` after the server restarted saw that. This
+    switches the server to the router and runs the page again through it. It uses a Streamlit
+    internal (``PagesManager.uses_pages_directory``); if that moves, nothing happens.
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:
+        return
+    if getattr(PagesManager, "uses_pages_directory", None):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
 
 
 def still_live_views() -> None:
