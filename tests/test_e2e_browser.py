@@ -148,11 +148,20 @@ def test_every_page_opens_with_its_first_figure_and_fetches_nothing_from_outside
 
 
 def test_stopping_the_server_mid_training_keeps_the_run(tmp_path):
-    """The server goes down (SIGTERM) while a training runs: the training process stops and saves."""
+    """The server goes down (SIGTERM) while a training runs: the training process stops and saves.
+
+    The page is opened by its address on a fresh server, as by a learner reloading it after a
+    restart: before any session had run app.py's router, Streamlit served pages/ the old way
+    ("app" first in the sidebar, until someone opened the home page).
+    """
     with app_server(tmp_path) as url, browser_page() as page:
         page.goto(f"{url}/Train")
         main = page.get_by_test_id("stMain")
         main.get_by_text("uci_sentiment_sentences.csv: utf-8").wait_for()
+        nav = page.get_by_test_id("stSidebarNav")
+        nav.get_by_role("link", name="Home").wait_for(timeout=20_000)
+        assert not nav.get_by_role("link", name="app").count()
+        assert page.url.endswith("/Train") and not page.get_by_role("dialog").count()  # no "page not found"
         box = main.get_by_label("Epochs")
         box.fill("500")
         box.press("Tab")
@@ -167,14 +176,3 @@ def test_stopping_the_server_mid_training_keeps_the_run(tmp_path):
     history = json.loads(saved.read_text())
     assert history["status"] == "stopped" and 2 <= len(history["epochs"]) < 500
 
-
-def test_a_page_opened_by_its_address_on_a_fresh_server_gets_the_apps_sidebar(tmp_path):
-    """Before any session ran app.py's router, Streamlit served pages/ the old way ("app" first in the sidebar)."""
-    with app_server(tmp_path) as url, browser_page() as page:
-        page.goto(f"{url}/Inspect")
-        main = page.get_by_test_id("stMain")
-        main.get_by_text("Inspect a model").wait_for()
-        nav = page.get_by_test_id("stSidebarNav")
-        nav.get_by_role("link", name="Home").wait_for()
-        assert not nav.get_by_role("link", name="app").count()
-        assert page.url.endswith("/Inspect") and not page.get_by_role("dialog").count()  # no "page not found"
