@@ -108,9 +108,12 @@ def use_the_router() -> None:
     internal (``PagesManager.uses_pages_directory``); if that moves, nothing happens.
     """
     try:
+        from streamlit.runtime import Runtime
         from streamlit.runtime.pages_manager import PagesManager
     except ImportError:
         return
+    if not Runtime.exists() or type(Runtime.instance()) is not Runtime:
+        return  # AppTest (a stand-in runtime): it serves pages/ the old way on every run, and its tests expect that
     if getattr(PagesManager, "uses_pages_directory", None):
         PagesManager.uses_pages_directory = False
         st.rerun()
