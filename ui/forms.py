@@ -74,8 +74,8 @@ def hyperparameter_form(default_probe: str, data_name: str, *, on_start: Callabl
                   help="The seed post froze it to watch only Q, K and V learn.")
         c4.toggle("Class weights", **k("cw", train.class_weights),
                   help="Weight the loss by inverse class frequency (for imbalanced data).")
-        c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
-        c1.text_input("Probe sentence (its attention is recorded every epoch)", **k("probe", default_probe))
+        c1, c2, c3, c4 = st.columns([2, 1, 1, 1.6])
+        c1.text_input("Probe sentence (attention recorded every epoch)", **k("probe", default_probe))
         c2.number_input("Time budget (s, 0 = none)", 0, 3600, **k("budget", 0))
         c3.number_input("Time-lapse moments", 0, MAX_SNAPSHOTS, **k("snaps", train.snapshots),
                         help="How many moments of training keep their weights (epoch 0 to the last, plus the best "
