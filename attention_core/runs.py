@@ -273,9 +273,8 @@ def run_to_zip(path: str | os.PathLike) -> bytes:
     path = Path(path)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name in (*RUN_FILES, SNAPSHOT_FILE):
-            if name in RUN_FILES or (path / name).is_file():
-                zf.write(path / name, arcname=name)
+        for name in (*RUN_FILES, SNAPSHOT_FILE) if (path / SNAPSHOT_FILE).is_file() else RUN_FILES:
+            zf.write(path / name, arcname=name)
     return buf.getvalue()
 
 

@@ -194,15 +194,19 @@ with tabs[2]:
 with tabs[3]:
     probes = [p for p in run.history.probes if p.get("sentences")]
     TL_SOURCES = ["This sentence", "A probe sentence"]
-    tl_source = (st.radio("Replay", TL_SOURCES, horizontal=True, **kept("inspect_tl_source", TL_SOURCES[0], TL_SOURCES))
-                 if run.snapshots and probes else TL_SOURCES[0] if run.snapshots else TL_SOURCES[1])
+    offered = [name for name, has in zip(TL_SOURCES, (run.snapshots, probes), strict=True) if has] or TL_SOURCES[1:]
+    tl_source = (st.radio("Replay", offered, horizontal=True, **kept("inspect_tl_source", offered[0], offered))
+                 if len(offered) > 1 else offered[0])
     records = []
     if tl_source == TL_SOURCES[0]:
         st.caption(f"The time-lapse runs **your sentence** through the model as it was at {len(run.snapshots)} moments "
                    "of its training (the run kept those weights; epoch 0 = before training).")
-        enc, steps = run.forward_over_training(text)
-        records = [(e, {"tokens": list(enc.tokens), "attention": attn.numpy(), "probabilities": probs.tolist()})
-                   for e, probs, attn in steps]
+        lapse_key = ("time-lapse", *cache_key[:3])  # computed once per sentence, like the explanation above
+        if lapse_key not in cache:
+            enc, steps = run.forward_over_training(text)
+            cache[lapse_key] = [(e, {"tokens": list(enc.tokens), "attention": attn.numpy(), "probabilities": probs.tolist()})
+                                for e, probs, attn in steps]
+        records = cache[lapse_key]
         c1, c2, c3 = st.columns([2, 1, 1])
         c1.markdown("**The sentence above**, at every kept epoch")
     else:
@@ -242,10 +246,9 @@ with tabs[3]:
                 st.caption("This run did not record probabilities for its probes.")
             best_epoch = run.history.best_epoch
             if best_epoch is not None and best_epoch != epochs[-1]:
-                where = ("epoch {0} on this slider is that model" if best_epoch in epochs else
+                where = (f"epoch {best_epoch} on this slider is that model" if best_epoch in epochs else
                          "its predictions elsewhere on this page can differ from the last epoch here")
-                st.caption(f"The saved model keeps the weights of epoch {best_epoch} (lowest validation loss): "
-                           + where.format(best_epoch) + ".")
+                st.caption(f"The saved model keeps the weights of epoch {best_epoch} (lowest validation loss): {where}.")
 
 # -- compare --------------------------------------------------------------------------------------
 with tabs[4]:
