@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui import background
+
 
 def home() -> None:
     """Home: type a sentence, see what the model predicts and where it looks."""
@@ -56,8 +58,8 @@ def home() -> None:
         st.page_link("pages/1_Train.py", label="Train your own model")
         st.page_link("pages/2_Inspect.py", label="Inspect a model in depth")
         name, n_layers, n_heads, labels, embeddings = about
-        st.caption(f"**{name}** · {n_layers} layer(s) × {n_heads} head(s) · labels: {', '.join(labels)} · "
-                   f"embeddings: {embeddings}")
+        size = f"{n_layers} layer{'s' * (n_layers != 1)} × {n_heads} head{'s' * (n_heads != 1)}"
+        st.caption(f"**{name}** · {size} · labels: {', '.join(labels)} · embeddings: {embeddings}")
 
     st.pills("Try an example", EXAMPLES, key="home_example", on_change=use_example)
     text = st.text_input("Your sentence", **kept("home_text", EXAMPLES[0]), max_chars=500, placeholder="Type a sentence in English…")
@@ -151,4 +153,6 @@ PAGES = [
     st.Page("pages/5_Backpropagation.py", title="Backpropagation", url_path="Backpropagation"),
     st.Page("pages/6_Seed_experiment.py", title="Seed experiment", url_path="Seed_experiment"),
 ]
-st.navigation(PAGES).run()
+page = st.navigation(PAGES)
+background.keep_alive({p.url_path: p for p in PAGES}, page.url_path)  # trainings going on while another page is read
+page.run()

@@ -7,7 +7,7 @@ import streamlit as st
 from attention_core.data import detect_columns, load_dataset, read_table
 from attention_core.errors import InputError
 from attention_core.training import DEFAULT_TRAIN, TrainerSpec
-from ui import jobs, live_chart, train_views
+from ui import background, jobs, live_chart, train_views
 from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, kept, page_setup, runs_dir, still_live_views
 from ui.forms import form_settings, hyperparameter_form
 from ui.jobs import TrainingJob
@@ -85,6 +85,7 @@ def on_start() -> None:
     job = TrainingJob(spec, runs_dir(), run_name)  # the training process builds the trainer
     job.start()
     st.session_state["train_job"] = job
+    background.track("train", job, label=f"Training “{run_name}”", page="Train")  # kept alive from the other pages
     st.session_state["train_probe_pick"] = probe
 
 
@@ -106,6 +107,7 @@ def on_reset() -> None:
     j = st.session_state.pop("train_job", None)
     if j is not None:
         j.stop()
+    background.forget("train")
 
 
 if job is not None:

@@ -35,8 +35,8 @@ if picked is None:
     st.stop()
 path, run = picked
 cfg = run.model_config
-st.sidebar.caption(f"**{run.name}** · {cfg.n_layers} layer(s) × {cfg.n_heads} head(s) · {cfg.positional} positions · "
-                   f"labels: {', '.join(run.label_names)}")
+size = f"{cfg.n_layers} layer{'s' * (cfg.n_layers != 1)} × {cfg.n_heads} head{'s' * (cfg.n_heads != 1)}"
+st.sidebar.caption(f"**{run.name}** · {size} · {cfg.positional} positions · labels: {', '.join(run.label_names)}")
 
 # -- the sentence ---------------------------------------------------------------------------------
 val_texts, val_labels = run.validation

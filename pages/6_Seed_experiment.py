@@ -14,10 +14,10 @@ from attention_core.backprop import SeedKernel
 from attention_core.errors import InputError
 from attention_core.runs import safe_name
 from attention_core.training import SEED_TRAIN, TrainerSpec
-from ui import figures, live_chart
+from ui import background, figures, live_chart
 from ui import jobs as training_jobs
 from ui.common import ROOT, embeddings, page_setup, runs_dir, still_live_views
-from ui.jobs import TrainingJob
+from ui.jobs import JobSequence, TrainingJob
 
 page_setup("Seed experiment", "🧪")
 still_live_views()
@@ -55,41 +55,35 @@ def plan(seed_epochs: int, default_epochs: int) -> list[tuple]:
     ]
 
 
-def start_next() -> None:
-    """Start the next queued variant once none is training (one after the other keeps a core free)."""
-    jobs, queue = ss.setdefault("seedexp_jobs", {}), ss.get("seedexp_queue", [])
-    if not queue or any(j.alive for j in jobs.values()):
-        return
-    key, model_cfg, train_cfg = queue.pop(0)
-    spec = TrainerSpec(model_cfg, train_cfg, small_csv(train_cfg.vocab_limit), embeddings(train_cfg.vocab_limit))
-    try:
-        spec.check()
-    except InputError as err:
-        ss["seedexp_error"] = f"{VARIANTS[key]} cannot start: {err}"
-        queue.clear()
-        return
-    jobs[key] = TrainingJob(spec, Path(ss["seedexp_dir"]), key)  # a temporary folder, not the user's runs
-    jobs[key].start()
-
-
 def on_train() -> None:
     on_stop()
-    ss["seedexp_jobs"], ss["seedexp_done"] = {}, 0
     ss.pop("seedexp_error", None)
-    ss["seedexp_queue"] = plan(int(ss["seedexp_epochs"]), int(ss["seedexp_default_epochs"]))
-    ss.setdefault("seedexp_dir", tempfile.mkdtemp(prefix="seedexp-"))
-    start_next()
+    ss["seedexp_done"] = 0
+    items = []
+    for key, model_cfg, train_cfg in plan(int(ss["seedexp_epochs"]), int(ss["seedexp_default_epochs"])):
+        spec = TrainerSpec(model_cfg, train_cfg, small_csv(train_cfg.vocab_limit), embeddings(train_cfg.vocab_limit))
+        try:
+            spec.check()
+        except InputError as err:
+            ss["seedexp_error"] = f"{VARIANTS[key]} cannot start: {err}"
+            return
+        items.append((key, spec))
+    ss.setdefault("seedexp_dir", tempfile.mkdtemp(prefix="seedexp-"))  # a temporary folder, not the user's runs
+    # One after the other, each started by the end of the one before, in the server: the learner
+    # can read another page meanwhile (ui.background keeps the sequence alive from there).
+    seq = ss["seedexp_seq"] = JobSequence(items, Path(ss["seedexp_dir"]))
+    seq.start()
+    background.track("seedexp", seq, label="Seed experiment", page="Seed_experiment")
 
 
 def on_stop() -> None:
-    ss["seedexp_queue"] = []
-    for job in ss.get("seedexp_jobs", {}).values():
-        job.stop()
+    if (seq := ss.get("seedexp_seq")) is not None:
+        seq.stop()
 
 
-start_next()
-jobs: dict[str, TrainingJob] = ss.get("seedexp_jobs", {})
-running = bool(ss.get("seedexp_queue")) or any(j.alive for j in jobs.values())
+seq: JobSequence | None = ss.get("seedexp_seq")
+jobs: dict[str, TrainingJob] = seq.jobs if seq is not None else {}
+running = seq is not None and seq.alive
 
 # -- controls -------------------------------------------------------------------------------------
 c1, c2, c3, c4 = st.columns([1, 1, 1, 1], vertical_alignment="bottom")
@@ -101,8 +95,8 @@ c3.button("Train all three", icon=":material/play_arrow:", type="primary", on_cl
           key="seedexp_train", use_container_width=True)
 c4.button("Stop", icon=":material/stop:", on_click=on_stop, disabled=not running, key="seedexp_stop",
           use_container_width=True)
-if "seedexp_error" in ss:
-    st.error(ss["seedexp_error"])
+if error := ss.get("seedexp_error") or (seq.error if seq is not None else None):
+    st.error(error)
 with st.expander("The three variants"):
     st.markdown(
         "- **Seed · head frozen (the post)** — `preset(\"seed\")`: GloVe 50d (top 10,000 words) + position index, one "
@@ -118,11 +112,11 @@ with st.expander("The three variants"):
 
 @st.fragment(run_every=0.5 if running else None)
 def live() -> None:
-    jobs = ss.get("seedexp_jobs", {})
-    for job in jobs.values():
-        job.heartbeat()
-    start_next()
-    queued = [key for key, *_ in ss.get("seedexp_queue", [])]
+    seq = ss.get("seedexp_seq")
+    if seq is None:
+        return
+    seq.heartbeat()
+    jobs, queued = seq.jobs, seq.queued
     for col, (key, title) in zip(st.columns(3, gap="medium"), VARIANTS.items(), strict=True):
         with col:
             st.markdown(f"**{title}**")

@@ -50,10 +50,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def app_server(runs_dir: Path, port: int | None = None, timeout: float = 60.0) -> Iterator[str]:
-    """``streamlit run app.py`` on 127.0.0.1; yields its URL once /_stcore/health answers ok."""
+def app_server(runs_dir: Path, port: int | None = None, timeout: float = 60.0,
+               env: dict[str, str] | None = None) -> Iterator[str]:
+    """``streamlit run app.py`` on 127.0.0.1 (``env``: added to its environment); yields its URL once
+    /_stcore/health answers ok."""
     port = port or free_port()
-    env = {**os.environ, "ATTENTION_PLAYGROUND_RUNS": str(runs_dir)}
+    env = {**os.environ, "ATTENTION_PLAYGROUND_RUNS": str(runs_dir), **(env or {})}
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1", "--server.port",
            str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
            "--server.fileWatcherType", "none"]

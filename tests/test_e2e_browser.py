@@ -29,6 +29,7 @@ pytestmark = [
     ),
 ]
 SHOTS = os.environ.get("E2E_SCREENSHOTS")
+ORPHAN_AFTER = 12  # the test server's: a job nobody asks after for that long stops itself (90 s in use)
 
 
 def shot(page, name: str) -> None:
@@ -41,7 +42,7 @@ def shot(page, name: str) -> None:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     assert shutil.which(CHROMIUM) or Path(CHROMIUM).exists(), "chromium is not installed"
-    with app_server(tmp_path_factory.mktemp("runs")) as url:
+    with app_server(tmp_path_factory.mktemp("runs"), env={"ATTENTION_PLAYGROUND_ORPHAN_AFTER": str(ORPHAN_AFTER)}) as url:
         yield url
 
 
@@ -104,7 +105,22 @@ def test_train_upload_start_watch_finish_then_inspect(server):
         main.get_by_text("small.csv: utf-8").wait_for()  # back on Train: still the uploaded data, not the default
         assert main.get_by_label("Epochs").input_value() == "400"  # and the settings being trained with
         main.get_by_text(re.compile(r"epoch \d+/400")).first.wait_for()
+        # Paused, and left for longer than a job waits for its page: the other pages keep it alive,
+        # show it in the sidebar and link back to it.
+        main.get_by_role("button", name="Pause").click()
+        main.get_by_text(re.compile(r"paused · epoch \d+/400")).first.wait_for()
+        nav.get_by_role("link", name="Self attention").click()
+        main.get_by_role("heading", name=re.compile("Self-attention step by step")).wait_for()
+        sidebar = page.get_by_test_id("stSidebar")
+        status = sidebar.get_by_text(re.compile(r"Training “.+”: paused · epoch \d+/400"))
+        status.wait_for()
+        page.wait_for_timeout((ORPHAN_AFTER + 4) * 1000)  # away for longer than ORPHAN_AFTER: the point of this step
+        shot(page, "background")
+        assert status.is_visible() and not sidebar.get_by_text("stopped").count()
+        sidebar.get_by_role("link", name="Watch on Train").click()
+        main.get_by_role("button", name="Resume").click()
         main.get_by_text(re.compile("Training (finished|stopped)")).wait_for(timeout=180_000)
+        assert main.get_by_text("Training finished").count() == 1  # ran all its epochs: not stopped as orphaned
         main.get_by_text("Validation accuracy", exact=True).wait_for()
         if SHOTS:  # the README's picture of the results: scrolled to them
             main.get_by_text("3 · Results").scroll_into_view_if_needed()

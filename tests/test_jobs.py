@@ -181,3 +181,56 @@ def test_a_job_ships_its_validation_predictions_and_the_live_pace_follows_the_jo
     assert len(texts) == 6 and job.validation_probs.shape == (6, 2)
     assert job.validation_probs == pytest.approx(job.run.predict_proba(texts))  # the same as the server would make
     assert [jobs.live_refresh_seconds(n) for n in (0, 1, 2, 3, 4, 5)] == pytest.approx([0.4, 0.4, 0.4, 0.8, 0.8, 1.2])
+
+
+def tiny_spec(epochs: int, **train) -> TrainerSpec:
+    return TrainerSpec(TINY, TrainConfig(epochs=epochs, batch_size=2, val_fraction=0.0, **train),
+                       dataset_from_lists(TEXTS, LABELS), load_embeddings())
+
+
+def test_a_sequence_trains_one_job_after_the_other_with_no_page_asking(tmp_path):
+    ended: list[tuple[str, bool]] = []
+    seq = jobs.JobSequence([(k, tiny_spec(e)) for k, e in (("a", 3), ("b", 2), ("c", 4))], tmp_path)
+    seq.start()
+    assert list(seq.jobs) == ["a"] and seq.queued == ["b", "c"] and seq.alive
+    first = seq.jobs["a"]
+    first_on_end = first.on_end
+    first.on_end = lambda job: (ended.append((job.name, any(j.alive for j in seq.jobs.values() if j is not job))),
+                                first_on_end(job))
+    assert seq.join(180)  # nobody calls the page: each job's end started the next
+    assert list(seq.jobs) == ["a", "b", "c"] and seq.queued == [] and seq.done and seq.error is None
+    assert ended == [("a", False)]  # "a" had ended, and no other job trained beside it, when "b" was started
+    assert [len(j.run.history.epochs) for j in seq.jobs.values()] == [3, 2, 4]
+    assert {j.state for j in seq.jobs.values()} == {"finished"}
+    assert seq.brief() == ("finished", 4, 4, 1.0)
+
+
+def test_a_stopped_sequence_starts_nothing_more_and_keeps_the_run_it_stopped(tmp_path):
+    seq = jobs.JobSequence([("a", tiny_spec(100_000)), ("b", tiny_spec(2))], tmp_path)
+    seq.start()
+    while len(seq.jobs["a"].snapshot().epoch_records) < 2:
+        seq.heartbeat()
+        seq.jobs["a"].join(0.05)
+    assert seq.brief()[0] == "running" and 0 < seq.brief()[3] < 0.5  # the first of two jobs, far from its end
+    seq.stop()
+    assert seq.join(60)
+    assert list(seq.jobs) == ["a"] and seq.jobs["a"].state == "stopped" and seq.queued == []
+    assert [p.name for p in tmp_path.iterdir()] == ["a"] and len(load_run(tmp_path / "a").history.epochs) >= 2
+
+
+def test_a_sequence_whose_next_job_cannot_start_says_which_and_why(tmp_path):
+    bad = TrainerSpec(ModelConfig(max_len=16), TrainConfig(max_tokens=32), dataset_from_lists(TEXTS, LABELS),
+                      load_embeddings())
+    seq = jobs.JobSequence([("a", tiny_spec(1)), ("bad", bad), ("c", tiny_spec(1))], tmp_path)
+    seq.start()
+    assert seq.join(60)
+    assert list(seq.jobs) == ["a"] and seq.queued == []
+    assert seq.error.startswith("bad cannot start: max_tokens = 32 exceeds the model's max_len")
+
+
+def test_a_sequence_nobody_asks_after_starts_nothing_more(tmp_path):
+    seq = jobs.JobSequence([("a", tiny_spec(2)), ("b", tiny_spec(2))], tmp_path)  # its jobs: 90 s without heartbeats
+    seq.start()
+    seq.orphan_after = 0.0  # the sequence itself: no heartbeat is ever recent enough
+    assert seq.join(60)
+    assert list(seq.jobs) == ["a"] and seq.jobs["a"].state == "finished" and seq.queued == []

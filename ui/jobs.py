@@ -22,8 +22,9 @@ Messages on the job's connection (pickled tuples):
 
 A thread in the server (one per job, asleep in ``recv``) folds these into the job object; the
 page's fragment polls :meth:`TrainingJob.snapshot` every 0.4 s (slower while many jobs run,
-see :func:`live_refresh_seconds`). Every poll is a heartbeat: a job whose tab was closed (no
-heartbeat for ``orphan_after`` seconds) stops itself, and so does a job whose server went away.
+see :func:`live_refresh_seconds`). Every poll is a heartbeat, and so is every few seconds of any
+other page of the same tab (:mod:`ui.background`): a job whose tab was closed (no heartbeat for
+``orphan_after`` seconds) stops itself, and so does a job whose server went away.
 Every finished, stopped or diverged job saves its run to disk before it ends, so nothing
 trained is lost.
 """
@@ -42,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Client, Connection
 from pathlib import Path
@@ -52,8 +54,11 @@ from attention_core import Run, Trainer, load_run
 from attention_core.errors import InputError
 from attention_core.training import TrainConfig, TrainerSpec
 
-ORPHAN_AFTER = 90.0  # seconds without a heartbeat before a job stops itself (5 s was too short under load)
+# Seconds without a heartbeat before a job stops itself (5 s was too short under load). The
+# page watching a job sends them, and ui.background does from the app's other pages.
+ORPHAN_AFTER = float(os.environ.get("ATTENTION_PLAYGROUND_ORPHAN_AFTER", 90))
 HEARTBEAT_EVERY = 1.0  # the page sends at most one heartbeat a second
+KEEPALIVE_EVERY = min(5.0, ORPHAN_AFTER / 4)  # seconds between heartbeats from a page not watching the job
 HOST_START_TIMEOUT = 120.0  # importing torch on a busy machine
 # Torch threads per training job. 1 by default: with the page open, the browser redrawing the
 # live charts uses ~0.35-0.5 of a core here, and two OpenMP threads beside it (or beside other
@@ -197,6 +202,7 @@ class TrainingJob:
     name: str
     orphan_after: float = ORPHAN_AFTER
     threads: int = JOB_THREADS  # 0 = tuned while training (ThreadTuner)
+    on_end: Callable[[TrainingJob], None] | None = None  # called in the server once the job has ended
     state: str = "starting"
     message: str = ""
     run_path: Path | None = None
@@ -293,6 +299,11 @@ class TrainingJob:
         finally:
             with _active_lock:
                 _active_jobs -= 1
+            if self.on_end is not None:
+                try:
+                    self.on_end(self)
+                except Exception:
+                    log.exception("training job %s: its on_end callback failed", self.name)
 
     def _watch(self, job: tuple) -> None:
         """Connect to a new job process, send it the job, then fold its messages into this object."""
@@ -360,6 +371,15 @@ class TrainingJob:
                     "model or batch size; the server log has details"
                 )
 
+    def brief(self) -> tuple[str, int, int, float]:
+        """(state, epoch, epochs, fraction done): a one-line status, without copying the history."""
+        with self._lock:
+            epochs, done = self.train_config.epochs, self.done
+            state = "paused" if self.state == "running" and self._paused else self.state
+            inner = self._step_in_epoch / self._steps_per_epoch if self._steps_per_epoch else 0.0
+            fraction = 1.0 if done else min(1.0, (max(self._epoch - 1, 0) + inner) / epochs) if epochs else 0.0
+            return state, self._epoch, epochs, fraction
+
     def snapshot(self) -> JobSnapshot:
         """A consistent copy of the job's progress, for drawing."""
         with self._lock:
@@ -389,3 +409,109 @@ class TrainingJob:
             )
 
 
+
+
+class JobSequence:
+    """Trainings that run one after the other, each started by the end of the one before it.
+
+    The next job is started from the server's watcher thread, not by a page, so the sequence goes
+    on while the learner reads another page. One at a time keeps a core free for the server and
+    the browser. Heartbeats go to the job that is training; a sequence that has had none for
+    ``orphan_after`` seconds (its tab was closed) starts nothing more.
+
+    Example:
+        >>> seq = JobSequence([("a", spec_a), ("b", spec_b)], runs_dir)  # doctest: +SKIP
+        >>> seq.start()  # doctest: +SKIP
+    """
+
+    def __init__(self, items: Sequence[tuple[str, TrainerSpec]], runs_dir: Path, *,
+                 orphan_after: float = ORPHAN_AFTER, threads: int = JOB_THREADS) -> None:
+        self.runs_dir, self.orphan_after, self.threads = runs_dir, orphan_after, threads
+        self._jobs: dict[str, TrainingJob] = {}  # started so far, in order (grown by watcher threads)
+        self.error: str | None = None  # why the sequence ended early, if a job could not start
+        self._queue = list(items)
+        self._lock = threading.Lock()
+        self._last_heartbeat = time.monotonic()
+
+    def start(self) -> None:
+        self._last_heartbeat = time.monotonic()
+        self._next()
+
+    def _next(self, _ended: TrainingJob | None = None) -> None:
+        with self._lock:
+            if not self._queue:
+                return
+            if time.monotonic() - self._last_heartbeat > self.orphan_after:
+                log.warning("job sequence lost its page: %d trainings not started", len(self._queue))
+                self._queue.clear()
+                return
+            key, spec = self._queue.pop(0)
+            try:
+                spec.check()
+            except InputError as err:
+                self.error = f"{key} cannot start: {err}"
+                self._queue.clear()
+                return
+            job = self._jobs[key] = TrainingJob(spec, self.runs_dir, key, orphan_after=self.orphan_after,
+                                               threads=self.threads, on_end=self._next)
+        job.start()
+
+    @property
+    def jobs(self) -> dict[str, TrainingJob]:
+        """The jobs started so far, in order (a copy: the next one is added from another thread)."""
+        with self._lock:
+            return dict(self._jobs)
+
+    @property
+    def queued(self) -> list[str]:
+        """Keys of the trainings not started yet."""
+        with self._lock:
+            return [key for key, _ in self._queue]
+
+    @property
+    def current(self) -> TrainingJob | None:
+        """The job training now, if any."""
+        return next((j for j in self.jobs.values() if j.alive), None)  # (self.jobs: a copy)
+
+    @property
+    def alive(self) -> bool:
+        with self._lock:
+            return bool(self._queue) or any(j.alive for j in self._jobs.values())
+
+    @property
+    def done(self) -> bool:
+        return not self.alive
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until every training has ended or will not start; False if ``timeout`` ran out first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (job := self.current) is not None:  # a job that has ended starts the next one before its thread ends
+            job.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if deadline is not None and time.monotonic() >= deadline:
+                return self.done
+        return self.done
+
+    def heartbeat(self) -> None:
+        self._last_heartbeat = time.monotonic()
+        for job in self.jobs.values():
+            if job.alive:
+                job.heartbeat()
+
+    def stop(self) -> None:
+        """Start nothing more, and stop the job that is training (its run is kept)."""
+        with self._lock:
+            self._queue.clear()
+        for job in self.jobs.values():
+            job.stop()
+
+    def brief(self) -> tuple[str, int, int, float]:
+        """(state, epoch, epochs, fraction done) of the sequence as a whole: its current job's epochs."""
+        jobs, queued = list(self.jobs.values()), self.queued
+        started, total = len(jobs), len(jobs) + len(queued)
+        job = next((j for j in jobs if j.alive), jobs[-1] if jobs else None)
+        if job is None:
+            return ("starting" if total else "finished"), 0, 0, 0.0
+        state, epoch, epochs, fraction = job.brief()
+        if self.alive and job.done:  # between two jobs
+            state = "running"
+        return state, epoch, epochs, (started - 1 + fraction) / total if total else 1.0

@@ -1,0 +1,77 @@
+"""Trainings that go on while the learner reads another page of the app.
+
+A training job stops itself when nobody has asked after it for a while (``ui.jobs.ORPHAN_AFTER``):
+that is how the training of a closed tab ends. The page that started a job asks after it while
+it is open; on every other page the router (``app.py``) calls :func:`keep_alive`, which keeps
+asking, shows each job's progress in the sidebar with a link back to its page, and says when
+it has ended. Without it a learner who read the Self-attention page for two minutes while a
+run trained came back to a run stopped half-way.
+
+Light on purpose (Streamlit only at import): the home page imports it before torch is loaded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+KEY = "background_jobs"  # session state: {key: (job, label, url_path of the page that shows it)}
+
+
+def track(key: str, job: Any, *, label: str, page: str) -> None:
+    """Keep ``job`` (a ``TrainingJob`` or ``JobSequence``) alive from every page; ``page`` is
+    the ``url_path`` of the page that shows it (its link in the sidebar)."""
+    st.session_state.setdefault(KEY, {})[key] = (job, label, page)
+
+
+def forget(key: str) -> None:
+    st.session_state.get(KEY, {}).pop(key, None)
+
+
+def keep_alive(pages: dict[str, Any], current: str) -> None:
+    """Called by the router on every page run, before the page: heartbeats for the session's jobs
+    every few seconds, and a sidebar line for those that belong to other pages.
+
+    The jobs of the page being shown get heartbeats too: its own live view sends them only
+    once drawn, and a page can stop before that (e.g. the Train page waiting for an upload).
+
+    Args:
+        pages: url_path → ``st.Page``, for the links back.
+        current: the url_path of the page about to run.
+    """
+    tracked = st.session_state.get(KEY)
+    if not tracked:
+        return
+    for key, (job, _, page) in list(tracked.items()):
+        if page == current and job.done:  # the learner is back where its results are shown
+            del tracked[key]
+    if not tracked:
+        return
+    from ui.jobs import KEEPALIVE_EVERY  # torch is loaded already: a job exists
+
+    def alive(elsewhere: bool = False) -> bool:
+        return any(job.alive for job, _, page in tracked.values() if not elsewhere or page != current)
+
+    elsewhere = [alive(elsewhere=True)]  # as of this page run: the fragment's own runs compare with it
+
+    @st.fragment(run_every=KEEPALIVE_EVERY if alive() else None)
+    def status() -> None:
+        for job, label, page in tracked.values():
+            if job.alive:
+                job.heartbeat()
+            if page == current:  # shown in full by the page itself
+                continue
+            state, epoch, epochs, fraction = job.brief()
+            if job.alive:
+                st.progress(fraction, text=f"{label}: {state} · epoch {epoch}/{epochs}")
+                st.page_link(pages[page], label=f"Watch on {pages[page].title}", icon=":material/monitoring:")
+            else:
+                st.caption(f"{label}: {state}.")
+                st.page_link(pages[page], label=f"Results on {pages[page].title}", icon=":material/task_alt:")
+        if elsewhere[0] and not alive(elsewhere=True):  # other pages' trainings all ended since this page run:
+            elsewhere[0] = False
+            st.rerun(scope="app")  # draw the page again (the new runs in its lists), and stop asking
+
+    with st.sidebar:
+        status()
