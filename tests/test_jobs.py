@@ -211,7 +211,7 @@ def test_a_stopped_sequence_starts_nothing_more_and_keeps_the_run_it_stopped(tmp
     while len(seq.jobs["a"].snapshot().epoch_records) < 2:
         seq.heartbeat()
         seq.jobs["a"].join(0.05)
-    assert seq.brief()[0] == "running" and 0 < seq.brief()[3] < 0.5  # the first of two jobs, far from its end
+    assert seq.brief()[0] == "running (1 of 2)" and 0 < seq.brief()[3] < 0.5  # the first of two, far from its end
     seq.stop()
     assert seq.join(60)
     assert list(seq.jobs) == ["a"] and seq.jobs["a"].state == "stopped" and seq.queued == []

@@ -505,13 +505,14 @@ class JobSequence:
             job.stop()
 
     def brief(self) -> tuple[str, int, int, float]:
-        """(state, epoch, epochs, fraction done) of the sequence as a whole: its current job's epochs."""
+        """(state, epoch, epochs, fraction done) of the sequence as a whole: its current job's state and
+        epochs, and which job of how many it is while the sequence runs."""
         jobs, queued = list(self.jobs.values()), self.queued
         started, total = len(jobs), len(jobs) + len(queued)
         job = next((j for j in jobs if j.alive), jobs[-1] if jobs else None)
         if job is None:
             return ("starting" if total else "finished"), 0, 0, 0.0
         state, epoch, epochs, fraction = job.brief()
-        if self.alive and job.done:  # between two jobs
-            state = "running"
+        if self.alive:  # e.g. "running (2 of 3)"
+            state = f"{'running' if job.done else state} ({started} of {total})"  # (done: between two jobs)
         return state, epoch, epochs, (started - 1 + fraction) / total if total else 1.0
