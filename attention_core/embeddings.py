@@ -92,7 +92,10 @@ def _glove_6b_50d() -> tuple[list[str], dict[str, int], np.ndarray]:
     return words, {w: i for i, w in enumerate(words)}, vectors
 
 
+@functools.lru_cache(maxsize=4)
 def _read_vectors_file(path: str, binary: bool | None) -> KeyedVectors:
+    """The whole file, read once per process (a vocabulary limit is applied by :class:`Embeddings`).
+    A file changed on disk after it was read is not read again until the process restarts."""
     from gensim.models import KeyedVectors
 
     p = Path(path)
@@ -105,6 +108,8 @@ def _read_vectors_file(path: str, binary: bool | None) -> KeyedVectors:
         binary = b"\0" in rest or not _is_utf8(rest)
     header_fields = head.split()
     has_header = len(header_fields) == 2 and all(x.isdigit() for x in header_fields)
+    if not binary:
+        _check_text_rows(p, has_header)
     try:
         if binary:
             return KeyedVectors.load_word2vec_format(str(p), binary=True)
@@ -114,6 +119,33 @@ def _read_vectors_file(path: str, binary: bool | None) -> KeyedVectors:
             f"could not read word vectors from {p.name}: {err}",
             "expected word2vec text/binary or GloVe text (one 'word v1 v2 …' per line)",
         ) from err
+
+
+def _check_text_rows(p: Path, has_header: bool) -> None:
+    """Every row of a text file has the same count of numbers (gensim fills a short row by
+    repeating its numbers, silently)."""
+    with open(p, "rb") as f:
+        dim = int(f.readline().split()[1]) if has_header else None
+        for n, line in enumerate(f, start=2 if has_header else 1):
+            fields = line.split()
+            if not fields:
+                continue
+            if dim is None:
+                dim = len(fields) - 1
+                try:
+                    [float(x) for x in fields[1:]]
+                except ValueError:
+                    dim = 0
+                if not dim:
+                    raise EmbeddingError(f"line {n} of {p.name} is not a word followed by its numbers",
+                                         "expected word2vec text/binary or GloVe text (one 'word v1 v2 …' per line)")
+            if (k := len(fields) - 1) != dim:
+                raise EmbeddingError(
+                    f"line {n} of {p.name} has {k} number{'s' * (k != 1)} where the file's rows have {dim}",
+                    "each line must be a word and the same count of numbers, separated by spaces",
+                )
+        if not dim:
+            raise EmbeddingError(f"{p.name} has no word vectors", "expected one 'word v1 v2 …' per line")
 
 
 def _is_utf8(data: bytes) -> bool:

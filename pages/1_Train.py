@@ -26,8 +26,8 @@ def parse(data: bytes, name: str):
 
 
 @st.cache_data(show_spinner="Checking the data…", max_entries=8)
-def build_dataset(data: bytes, name: str, text_col: str, label_col: str):
-    emb = embeddings()
+def build_dataset(data: bytes, name: str, text_col: str, label_col: str, vectors: str | None):
+    emb = embeddings(None, vectors)
     return load_dataset(data, name=name, text_col=text_col, label_col=label_col, is_known=emb.__contains__)
 
 
@@ -47,6 +47,29 @@ if source == "Upload a CSV":
 else:
     name, data = BUNDLED_DATA[source].name, BUNDLED_DATA[source].read_bytes()
 
+VECTORS = ["GloVe 6B 50d (bundled: 400,000 words)", "My own word2vec / GloVe file"]
+vectors_choice = st.radio(
+    "Word vectors", VECTORS, horizontal=True, **kept("train_vectors", VECTORS[0], VECTORS),
+    help="The words' starting vectors, and the vocabulary: a word the vectors do not know is an unknown word. Your "
+         "own file must be on the computer that runs the app.")
+vectors: str | None = None  # the file's path; None: the bundled GloVe
+if vectors_choice == VECTORS[1]:
+    vectors = st.text_input(
+        "Path of the word-vector file", **kept("train_vectors_path", ""), placeholder="/path/to/glove.6B.100d.txt",
+        help="word2vec text (a 'count dim' first line) or binary, or GloVe text (one 'word v1 v2 …' per line). Read "
+             "once per server; runs trained with it remember the path, and need the file there to be opened again.")
+    vectors = vectors.strip() or None
+    if vectors is None:
+        st.info("Type the path of your word-vector file, or use the bundled GloVe.")
+        st.stop()
+    try:
+        table_of_vectors = embeddings(None, vectors)
+    except InputError as err:
+        st.error(f"These word vectors cannot be used: {err}")
+        st.stop()
+    st.caption(f"{table_of_vectors.source.describe()}: {table_of_vectors.size:,} words × {table_of_vectors.dim} "
+               "numbers each.")
+
 try:
     table, *_ = parse(data, name)
     text_guess, label_guess, text_why, label_why = detect_columns(table)
@@ -58,7 +81,7 @@ c1, c2 = st.columns(2)
 text_col = c1.selectbox("Text column", columns, **kept(f"train_text_{name}", text_guess, columns), help=text_why)
 label_col = c2.selectbox("Label column", columns, **kept(f"train_label_{name}", label_guess, columns), help=label_why)
 try:
-    dataset = build_dataset(data, name, text_col, label_col)
+    dataset = build_dataset(data, name, text_col, label_col, vectors)
 except InputError as err:
     st.error(f"{err}")
     st.stop()
@@ -77,7 +100,7 @@ def on_start() -> None:
         return
     try:  # a bad combination (e.g. 3 heads for model dim 64) is a ConfigError with a hint
         run_name, model_cfg, train_cfg, probe = form_settings(name)
-        spec = TrainerSpec(model_cfg, train_cfg, dataset, embeddings(train_cfg.vocab_limit))
+        spec = TrainerSpec(model_cfg, train_cfg, dataset, embeddings(train_cfg.vocab_limit, vectors))
         spec.check()
     except InputError as err:
         st.session_state["train_start_error"] = f"{err}"

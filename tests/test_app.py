@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attention_core import load_run
+from attention_core import load_embeddings, load_run
 from tests.apptest_helpers import live_chart
 
 TIMEOUT = 90
@@ -105,6 +105,42 @@ def test_tiny_training_flow_completes_and_saves_a_run(runs_dir):
     curves = live_chart(at, "train_live_curves_chart")  # the live chart, now with the whole run
     assert {t["name"] for t in curves["data"]} >= {"train loss", "validation loss"}
     assert len(curves["data"][1]["x"]) == 3  # train loss after each of the 3 epochs
+
+
+def test_train_on_your_own_word_vectors_file_with_clear_errors_for_a_bad_one(runs_dir, tmp_path):
+    # A real word-vector file of another size: GloVe's 5,000 most frequent words, 8 numbers each, GloVe text format.
+    emb = load_embeddings()
+    words = [emb._words[i] for i in range(5000)]
+    own = tmp_path / "own-8d.txt"
+    own.write_text("".join(f"{w} {' '.join(f'{x:.5f}' for x in emb.vector(w)[:8])}\n" for w in words))
+    (tmp_path / "broken.txt").write_bytes(b"the 0.1 0.2\ncat 0.3\n")
+    at = AppTest.from_file(str(ROOT / "pages" / "1_Train.py"), default_timeout=TIMEOUT).run()
+    at.radio(key="train_source").set_value(at.radio(key="train_source").options[1]).run()  # small.csv
+    at.radio(key="train_vectors").set_value(at.radio(key="train_vectors").options[1]).run()
+    assert not at.exception and "Type the path" in at.info[0].value
+    for path, message in [(tmp_path / "missing.txt", "word-vector file not found"),
+                          (tmp_path / "broken.txt", "line 2 of broken.txt has 1 number where the file's rows have 2")]:
+        at.text_input(key="train_vectors_path").input(str(path)).run()
+        assert not at.exception
+        assert at.error[0].value.startswith(f"These word vectors cannot be used: {message}")
+    at.text_input(key="train_vectors_path").input(str(own)).run()
+    assert not at.exception and not at.error
+    assert any(c.value.startswith("own-8d.txt: 5,000 words × 8 numbers") for c in at.caption)
+    unknown = next(m for m in at.metric if m.label == "Unknown words")
+    assert unknown.value != "–" and float(unknown.value.rstrip("%")) < 20  # small.csv's words are common ones
+    at.radio(key="train_preset").set_value("Custom").run()
+    at.number_input(key="train_default_c_epochs").set_value(2)
+    at.number_input(key="train_default_c_layers").set_value(1)
+    at.text_input(key="train_default_c_name_small.csv").set_value("own vectors")
+    at.button[0].click().run()
+    assert not at.exception
+    job = at.session_state["train_job"]
+    job.join(120)
+    assert job.state == "finished", job.message
+    saved = load_run(runs_dir / "own-vectors")  # opened again through the path it remembers
+    assert saved.model_config.embedding_dim == 8 and saved.encoder.embeddings.source.path == str(own)
+    pred = saved.predict("very sad as they both fail")
+    assert len(pred.tokens) == 6 and pred.tokens[0] == "very" and abs(sum(pred.probabilities.values()) - 1) < 1e-5
 
 
 def test_a_diverging_run_stops_with_advice_and_the_same_name_never_overwrites(runs_dir):

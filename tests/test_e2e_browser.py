@@ -144,6 +144,27 @@ def test_train_upload_start_watch_finish_then_inspect(server):
         assert main.get_by_text(re.compile(r"Prediction at epoch \d+:")).count() == 1
 
 
+def test_train_on_a_word_vector_file_of_your_own(server, tmp_path):
+    (tmp_path / "short-row.txt").write_text("good 0.1 0.2 0.3\nbad 0.4\n")
+    own = tmp_path / "own-3d.txt"
+    own.write_text("".join(f"{w} {i / 10} {-i / 10} {i / 20}\n" for i, w in enumerate(["the", "good", "bad", "food"])))
+    with browser_page() as page:
+        page.goto(f"{server}/Train")
+        main = page.get_by_test_id("stMain")
+        main.get_by_text("My own word2vec / GloVe file").click()
+        box = main.get_by_label("Path of the word-vector file", exact=True)
+        box.fill(str(tmp_path / "short-row.txt"))
+        box.press("Enter")
+        main.get_by_text("These word vectors cannot be used: line 2 of short-row.txt has 1 number").wait_for()
+        box.fill(str(own))
+        box.press("Enter")
+        main.get_by_text("own-3d.txt: 4 words × 3 numbers each.").wait_for()
+        # Four words know almost nothing of the 3,000 sentences: the data report says so.
+        unknown = main.get_by_test_id("stMetric").filter(has_text="Unknown words").get_by_test_id("stMetricValue")
+        assert float(unknown.inner_text().rstrip("%")) > 50
+        assert not main.get_by_test_id("stException").count()
+
+
 PAGES = ["Train", "Inspect", "Self_attention", "Cross_attention_and_masks", "Backpropagation", "Seed_experiment"]
 
 

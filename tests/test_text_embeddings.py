@@ -76,7 +76,7 @@ def test_bad_vector_files_are_clear_errors(tmp_path):
         load_embeddings(EmbeddingSource("file", str(tmp_path / "missing.txt")))
     bad = tmp_path / "bad.txt"
     bad.write_text("hello world\nthis is not vectors\n")
-    with pytest.raises(EmbeddingError, match="could not read"):
+    with pytest.raises(EmbeddingError, match="line 1 of bad.txt is not a word followed by its numbers"):
         load_embeddings(EmbeddingSource("file", str(bad)))
     with pytest.raises(EmbeddingError, match="limit"):
         EmbeddingSource(limit=0)
@@ -114,3 +114,20 @@ def test_glove_lookups_do_not_wait_for_gensim_but_kv_is_real_keyed_vectors():
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True", "True", "400000"]
+
+
+def test_a_text_vectors_file_with_a_short_row_is_refused_with_its_line(tmp_path):
+    # gensim alone would read "cat 0.3" as [0.3, 0.3].
+    for name, text, line in [("glove.txt", "the 0.1 0.2\ncat 0.3\n", 2), ("w2v.txt", "2 2\nthe 0.1 0.2\ncat 0.3 0.1 0.9\n", 3)]:
+        (tmp_path / name).write_text(text)
+        with pytest.raises(EmbeddingError, match=f"line {line} of {name} has"):
+            load_embeddings(EmbeddingSource("file", str(tmp_path / name)))
+
+
+def test_a_vectors_file_is_read_once_whatever_the_vocabulary_limit(tmp_path):
+    path = tmp_path / "v.txt"
+    path.write_text("the 0.1 0.2\ncat 0.3 0.4\ndog 0.5 0.6\n")
+    full = load_embeddings(EmbeddingSource("file", str(path)))
+    top2 = load_embeddings(EmbeddingSource("file", str(path), limit=2))
+    assert (full.size, top2.size) == (3, 2) and "dog" in full and "dog" not in top2
+    assert top2.kv is full.kv  # one table in memory: the limit is a view of it

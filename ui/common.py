@@ -37,10 +37,12 @@ def runs_dir() -> Path:
     return path
 
 
-@st.cache_resource(show_spinner="Loading GloVe word vectors…")
-def embeddings(limit: int | None = None) -> Embeddings:
-    """The shared, read-only embedding table (one per server)."""
-    emb = load_embeddings(EmbeddingSource(limit=limit))
+@st.cache_resource(show_spinner="Loading word vectors…")
+def embeddings(limit: int | None = None, path: str | None = None) -> Embeddings:
+    """The shared, read-only embedding table (one per server): GloVe 6B 50d, or the word2vec /
+    GloVe file at ``path`` on the server's disk. Raises ``EmbeddingError`` for a file that
+    cannot be read."""
+    emb = load_embeddings(EmbeddingSource("file", path, limit=limit) if path else EmbeddingSource(limit=limit))
     gc.freeze()  # see settle_heap
     return emb
 

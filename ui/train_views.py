@@ -27,7 +27,7 @@ def data_report(dataset: TextDataset, preview: pd.DataFrame, max_tokens: int) ->
               help=", ".join(f"{k}: {v}" for k, v in r.dropped.items()) or "none")
     c3.metric("Classes", len(r.class_counts))
     c4.metric("Unknown words", f"{r.unknown_rate:.1%}" if r.unknown_rate is not None else "–",
-              help="share of tokens GloVe does not know")
+              help="share of tokens the word vectors do not know")
     for reason, count in r.dropped.items():
         st.caption(f"Dropped {count:,} row(s): {reason}.")
     for warning in r.warnings:
