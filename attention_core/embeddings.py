@@ -15,7 +15,10 @@ words, as the seed post did (``load_embeddings(GloVe{:en}, 1, max_vocab_size=100
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
+import shutil
+import tempfile
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -92,10 +95,62 @@ def _glove_6b_50d() -> tuple[list[str], dict[str, int], np.ndarray]:
     return words, {w: i for i, w in enumerate(words)}, vectors
 
 
+def cache_dir() -> Path:
+    """Where parsed word-vector files are kept: ``$ATTENTION_PLAYGROUND_CACHE``, else
+    ``$XDG_CACHE_HOME/attention-playground`` (``~/.cache/attention-playground``)."""
+    if env := os.environ.get("ATTENTION_PLAYGROUND_CACHE"):
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attention-playground"
+
+
 @functools.lru_cache(maxsize=4)
+def _file_arrays(path: str, binary: bool | None) -> tuple[list[str], dict[str, int], np.ndarray]:
+    """A word-vector file's words and vectors, parsed once per version of the file.
+
+    gensim parses a text file in Python (≈14 s for GloVe's 400,000 × 50 here), and every
+    process that needs the table (the app's server, each training process, the CLI) would
+    parse it again. The first parse is kept under :func:`cache_dir` as ``vectors.npy`` and
+    ``words.txt``, keyed by the file's path, size and modification time; later loads
+    memory-map it (well under a second, and processes share the pages). A cache that cannot
+    be written (read-only disk) only costs the speed.
+    """
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError as err:
+        raise EmbeddingError(f"word-vector file not found: {path}", "check the path") from err
+    key = hashlib.sha256(f"{p.resolve()}|{st.st_size}|{st.st_mtime_ns}|{binary}".encode()).hexdigest()[:20]
+    folder = cache_dir() / "vectors" / key
+    try:
+        words = (folder / "words.txt").read_text(encoding="utf-8").split("\n")
+        vectors = np.load(folder / "vectors.npy", mmap_mode="r")
+        if len(words) == vectors.shape[0]:
+            return words, {w: i for i, w in enumerate(words)}, vectors
+    except (OSError, ValueError):
+        pass  # not cached yet (or damaged): parse the file
+    kv = _read_vectors_file(path, binary)
+    words, vectors = list(kv.index_to_key), np.ascontiguousarray(kv.vectors, dtype=np.float32)
+    if not any("\n" in w for w in words):  # (one word per line in words.txt)
+        _save_parsed(folder, words, vectors)
+    return words, {w: i for i, w in enumerate(words)}, vectors
+
+
+def _save_parsed(folder: Path, words: list[str], vectors: np.ndarray) -> None:
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
+    except OSError:
+        return
+    try:
+        np.save(tmp / "vectors.npy", vectors)
+        (tmp / "words.txt").write_text("\n".join(words), encoding="utf-8")
+        tmp.replace(folder)  # whole, or not at all (another process may have written it first)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _read_vectors_file(path: str, binary: bool | None) -> KeyedVectors:
-    """The whole file, read once per process (a vocabulary limit is applied by :class:`Embeddings`).
-    A file changed on disk after it was read is not read again until the process restarts."""
+    """Parse a word2vec / GloVe file with gensim, after checking its rows."""
     from gensim.models import KeyedVectors
 
     p = Path(path)
@@ -222,7 +277,7 @@ class Embeddings:
 def _load_cached(source: EmbeddingSource) -> Embeddings:
     if source.name == GLOVE_NAME:
         return Embeddings(source, *_glove_6b_50d())
-    return Embeddings.from_keyed_vectors(_read_vectors_file(source.path, source.binary), source)
+    return Embeddings(source, *_file_arrays(source.path, source.binary))
 
 
 def load_embeddings(source: EmbeddingSource | None = None) -> Embeddings:

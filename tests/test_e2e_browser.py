@@ -42,7 +42,9 @@ def shot(page, name: str) -> None:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     assert shutil.which(CHROMIUM) or Path(CHROMIUM).exists(), "chromium is not installed"
-    with app_server(tmp_path_factory.mktemp("runs"), env={"ATTENTION_PLAYGROUND_ORPHAN_AFTER": str(ORPHAN_AFTER)}) as url:
+    env = {"ATTENTION_PLAYGROUND_ORPHAN_AFTER": str(ORPHAN_AFTER),
+           "ATTENTION_PLAYGROUND_CACHE": str(tmp_path_factory.mktemp("cache"))}  # parsed word-vector files
+    with app_server(tmp_path_factory.mktemp("runs"), env=env) as url:
         yield url
 
 

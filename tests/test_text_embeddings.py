@@ -130,4 +130,28 @@ def test_a_vectors_file_is_read_once_whatever_the_vocabulary_limit(tmp_path):
     full = load_embeddings(EmbeddingSource("file", str(path)))
     top2 = load_embeddings(EmbeddingSource("file", str(path), limit=2))
     assert (full.size, top2.size) == (3, 2) and "dog" in full and "dog" not in top2
-    assert top2.kv is full.kv  # one table in memory: the limit is a view of it
+    assert top2._vectors is full._vectors  # one table in memory: the limit is a view of it
+
+
+def test_a_parsed_vectors_file_is_kept_and_parsed_again_only_when_the_file_changes(tmp_path, monkeypatch):
+    from attention_core import embeddings as E
+
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "v.txt"
+    path.write_text("the 0.1 0.2\ncat 0.3 0.4\n")
+    parsed = []
+    real = E._read_vectors_file
+    monkeypatch.setattr(E, "_read_vectors_file", lambda *a: parsed.append(a) or real(*a))
+
+    def load() -> E.Embeddings:  # as a new process would: nothing in memory
+        E._file_arrays.cache_clear()
+        E._load_cached.cache_clear()
+        return load_embeddings(EmbeddingSource("file", str(path)))
+
+    first, again = load(), load()
+    assert len(parsed) == 1  # the second load came from the cache
+    assert isinstance(again._vectors, np.memmap) and again.vector("cat").tolist() == pytest.approx([0.3, 0.4])
+    assert first._words == again._words == ["the", "cat"]
+    path.write_text("the 0.5 0.6\ncat 0.7 0.8\ndog 0.9 1.0\n")  # the file changed
+    changed = load()
+    assert len(parsed) == 2 and changed.size == 3 and changed.vector("the").tolist() == pytest.approx([0.5, 0.6])

@@ -1,0 +1,11 @@
+"""Shared test set-up."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _own_vectors_cache(tmp_path_factory, monkeypatch):
+    """Parsed word-vector files go to a folder of the test session's, not the user's ~/.cache."""
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
