@@ -54,7 +54,7 @@ def test_the_home_page_keeps_a_training_of_the_train_page_alive_and_links_back()
     assert [e.proto.text for e in at.sidebar if e.type == "progress"] == ["Training “mine”: running · epoch 7/10"]
 
 
-def test_back_on_its_page_a_finished_job_is_forgotten_and_a_running_one_kept_alive_without_a_sidebar_line():
+def test_back_on_its_page_a_finished_job_is_forgotten_and_a_running_one_kept_alive_with_no_link_to_itself():
     def page() -> None:
         import streamlit as st
 
@@ -71,6 +71,7 @@ def test_back_on_its_page_a_finished_job_is_forgotten_and_a_running_one_kept_ali
     assert not at.exception
     assert list(at.session_state["background_jobs"]) == ["train"]
     assert running.heartbeats == 1  # the page may stop before its own live view asks
+    assert [c.value for c in at.sidebar.caption] == ["Now: in progress."]  # its state and numbers: the page's to show
     assert not [e for e in at.sidebar if e.type in ("progress", "page_link")]
 
 

@@ -31,10 +31,11 @@ def forget(key: str) -> None:
 
 def keep_alive(pages: dict[str, Any], current: str) -> None:
     """Called by the router on every page run, before the page: heartbeats for the session's jobs
-    every few seconds, and a sidebar line for those that belong to other pages.
+    every few seconds, and a sidebar line for each (with a link to its page from the others).
 
-    The jobs of the page being shown get heartbeats too: its own live view sends them only
-    once drawn, and a page can stop before that (e.g. the Train page waiting for an upload).
+    The jobs of the page being shown get heartbeats and a line too: its own live view asks
+    after them only once drawn, and a page can stop before that (e.g. the Train page waiting
+    for an upload, or scrolled down to its runs list).
 
     Args:
         pages: url_path → ``st.Page``, for the links back.
@@ -58,15 +59,15 @@ def keep_alive(pages: dict[str, Any], current: str) -> None:
     @st.fragment(run_every=KEEPALIVE_EVERY if alive() else None)
     def status() -> None:
         for job, label, page in tracked.values():
-            if job.alive:
-                job.heartbeat()
-            if page == current:  # shown in full by the page itself
-                continue
             state, epoch, epochs, fraction = job.brief()
             if job.alive:
+                job.heartbeat()
+                if page == current:  # its view may be scrolled away, or not drawn (no data chosen); the
+                    st.caption(f"{label}: in progress.")  # state and numbers there change faster than this does
+                    continue
                 st.progress(fraction, text=f"{label}: {state} · epoch {epoch}/{epochs}")
                 st.page_link(pages[page], label=f"Watch on {pages[page].title}", icon=":material/monitoring:")
-            else:
+            elif page != current:  # (on its own page, the page shows how it ended)
                 st.caption(f"{label}: {state}.")
                 st.page_link(pages[page], label=f"Results on {pages[page].title}", icon=":material/task_alt:")
         if elsewhere[0] and not alive(elsewhere=True):  # other pages' trainings all ended since this page run:
