@@ -237,10 +237,6 @@ class Embeddings:
         """Pickle as the source: another process loads (and caches) the table itself."""
         return load_embeddings, (self.source,)
 
-    @classmethod
-    def from_keyed_vectors(cls, kv: KeyedVectors, source: EmbeddingSource) -> Embeddings:
-        return cls(source, kv.index_to_key, kv.key_to_index, kv.vectors, kv)
-
     @property
     def kv(self) -> KeyedVectors:
         """The table as gensim KeyedVectors (built on first use; shares the arrays)."""

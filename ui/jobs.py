@@ -409,8 +409,6 @@ class TrainingJob:
             )
 
 
-
-
 class JobSequence:
     """Trainings that run one after the other, each started by the end of the one before it.
 
