@@ -251,6 +251,23 @@ def load_run(path: str | os.PathLike, *, embedding_file: str | None = None) -> R
                snapshots)
 
 
+def relink_embeddings(path: str | os.PathLike, embedding_file: str) -> Run:
+    """Point the run at ``path`` to its word-vector file's new place, once that file is checked
+    to fit the run (loaded with it, as :func:`load_run` does); only ``vocab.json`` changes.
+
+    Example:
+        >>> run = relink_embeddings("runs/mine", "/data/vectors/glove.6B.100d.txt")  # doctest: +SKIP
+    """
+    path = Path(path)
+    run = load_run(path, embedding_file=embedding_file)
+    vocab = _read_json(path / "vocab.json")
+    vocab["embedding"] = run.encoder.embeddings.source.to_dict()  # its absolute path, the same limit
+    tmp = path / ".vocab.json.relinking"
+    tmp.write_text(json.dumps(vocab))
+    os.replace(tmp, path / "vocab.json")
+    return run
+
+
 def _load_snapshots(file: Path, model: AttentionClassifier) -> dict[int, dict[str, torch.Tensor]]:
     """Read and check a run's weight snapshots: every tensor is one of the model's parameters, in shape."""
     try:

@@ -143,6 +143,36 @@ def test_train_on_your_own_word_vectors_file_with_clear_errors_for_a_bad_one(run
     assert len(pred.tokens) == 6 and pred.tokens[0] == "very" and abs(sum(pred.probabilities.values()) - 1) < 1e-5
 
 
+def test_a_run_whose_vectors_file_moved_asks_where_it_is_now(runs_dir, tmp_path):
+    from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, save_run
+    from attention_core import embeddings as E
+    from tests.test_runs import LABELS, TEXTS, vectors_file
+
+    first = vectors_file(tmp_path / "v8.txt", 8)
+    emb = E.load_embeddings(E.EmbeddingSource("file", str(first)))
+    result = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=8, d_ff=16), TrainConfig(epochs=2, batch_size=4),
+                     dataset_from_lists(TEXTS, LABELS), emb).run()
+    save_run(Run.from_result(result, name="mine"), runs_dir / "mine")
+    moved = tmp_path / "moved-v8.txt"
+    first.rename(moved)
+    E._load_cached.cache_clear()  # the server was restarted since: the file is not in memory
+    E._file_arrays.cache_clear()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.session_state["active_run"] = "mine"
+    at.run()
+    assert not at.exception
+    assert at.error[0].value.startswith("This run cannot be loaded: word-vector file not found")
+    at.text_input(key="home_run_relink").input(str(tmp_path / "nope.txt")).run()
+    assert "That file does not fit this run: word-vector file not found" in at.error[1].value
+    at.text_input(key="home_run_relink").input(str(moved)).run()
+    assert not at.exception
+    assert "none of the words in 'the food was not good at all'" in at.error[0].value  # loaded: its file has a dozen words
+    at.text_input(key="home_text").input("i love it").run()
+    assert not at.exception and not at.error
+    assert at.subheader[0].value.startswith("Prediction: ")
+    assert load_run(runs_dir / "mine").encoder.embeddings.source.path == str(moved)
+
+
 def test_a_diverging_run_stops_with_advice_and_the_same_name_never_overwrites(runs_dir):
     at = AppTest.from_file(str(ROOT / "pages" / "1_Train.py"), default_timeout=TIMEOUT).run()
     at.radio(key="train_source").set_value(at.radio(key="train_source").options[1]).run()

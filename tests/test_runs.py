@@ -219,3 +219,41 @@ def test_the_kept_best_epoch_is_among_the_snapshots():
     assert sorted(run.snapshots) == sorted({0, best, 12})
     kept = dict(run.model.named_parameters())
     assert all(torch.allclose(w.float(), kept[k], atol=1e-2) for k, w in run.snapshots[best].items())
+
+
+def vectors_file(path: Path, dim: int) -> Path:
+    """A GloVe-format file of the words TEXTS use, ``dim`` numbers each (GloVe's first ``dim``)."""
+    glove = load_embeddings()
+    words = sorted({w for t in TEXTS for w in t.split()})
+    path.write_text("".join(f"{w} {' '.join(f'{x:.5f}' for x in glove.vector(w)[:dim])}\n" for w in words))
+    return path
+
+
+def test_a_run_whose_vectors_file_moved_is_pointed_at_its_new_place(tmp_path):
+    from attention_core import embeddings as E
+    from attention_core.embeddings import EmbeddingSource
+    from attention_core.runs import relink_embeddings
+
+    first = vectors_file(tmp_path / "v8.txt", 8)
+    emb = load_embeddings(EmbeddingSource("file", str(first)))
+    result = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=8, d_ff=16), TrainConfig(epochs=2, batch_size=4),
+                     dataset_from_lists(TEXTS, LABELS), emb).run()
+    save_run(Run.from_result(result, name="mine"), tmp_path / "mine")
+    before = load_run(tmp_path / "mine").predict("i love it").probabilities
+    moved = tmp_path / "elsewhere" / "v8.txt"
+    moved.parent.mkdir()
+    first.rename(moved)
+    E._load_cached.cache_clear()  # as a new process (a restarted server) finds it: the file is not in memory
+    E._file_arrays.cache_clear()
+    with pytest.raises(EmbeddingError, match="word-vector file not found"):
+        load_run(tmp_path / "mine")
+    other = vectors_file(tmp_path / "v4.txt", 4)  # a file that does not fit: refused, nothing changed
+    vocab = (tmp_path / "mine" / "vocab.json").read_text()
+    with pytest.raises(RunError, match="needs 8-d word vectors"):
+        relink_embeddings(tmp_path / "mine", str(other))
+    assert (tmp_path / "mine" / "vocab.json").read_text() == vocab
+    relinked = relink_embeddings(tmp_path / "mine", str(moved))
+    assert relinked.predict("i love it").probabilities == pytest.approx(before)
+    assert load_run(tmp_path / "mine").encoder.embeddings.source.path == str(moved)  # for good
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == sorted(
+        ["config.json", "vocab.json", "model.safetensors", "history.json", "snapshots.safetensors"])

@@ -11,8 +11,8 @@ import streamlit as st
 import torch
 
 from attention_core import Embeddings, EmbeddingSource, Run, load_embeddings, load_run
-from attention_core.errors import InputError
-from attention_core.runs import list_runs
+from attention_core.errors import EmbeddingError, InputError
+from attention_core.runs import list_runs, relink_embeddings
 from ui.preview import BUNDLED_NAME, DEFAULT_RUN, EXAMPLES, ROOT  # noqa: F401 — re-exported for the pages
 from ui.state import kept  # noqa: F401 — re-exported for the pages
 
@@ -86,6 +86,20 @@ def active_run_picker(key: str, *, label: str = "Model") -> tuple[Path, Run] | N
     st.session_state["active_run"] = name
     try:
         return choices[name], get_run(choices[name])
+    except EmbeddingError as err:  # its word-vector file moved, or changed
+        st.error(f"This run cannot be loaded: {err}")
+        if choices[name] == DEFAULT_RUN:
+            return None
+        moved = st.text_input("Where is its word-vector file now?", key=f"{key}_relink",
+                              help="The run keeps the path of the file it was trained with.").strip()
+        if moved:
+            try:
+                relink_embeddings(choices[name], moved)
+            except InputError as err2:
+                st.error(f"That file does not fit this run: {err2}")
+            else:
+                st.rerun()
+        return None
     except InputError as err:
         st.error(f"This run cannot be loaded: {err}")
         return None
