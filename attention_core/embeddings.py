@@ -135,6 +135,23 @@ def _file_arrays(path: str, binary: bool | None) -> tuple[list[str], dict[str, i
     return words, {w: i for i, w in enumerate(words)}, vectors
 
 
+@functools.lru_cache(maxsize=4)
+def _lowercase_aliases(path: str, binary: bool | None) -> dict[str, int]:
+    """Rows for the lower-case form of cased words whose lower-case form the file lacks.
+
+    The app's tokenizers lower-case text (as GloVe 6B was trained), while some word2vec files
+    are cased (Google News: "Paris", "GOOD", "Good" …): without this most of a sentence's words
+    would be unknown. The first row wins (word2vec files list the most frequent first).
+    """
+    words, key_to_index, _ = _file_arrays(path, binary)
+    aliases: dict[str, int] = {}
+    for i, w in enumerate(words):
+        low = w.lower()
+        if low != w and low not in key_to_index and low not in aliases:
+            aliases[low] = i
+    return aliases
+
+
 def _save_parsed(folder: Path, words: list[str], vectors: np.ndarray) -> None:
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
@@ -227,9 +244,11 @@ class Embeddings:
         key_to_index: dict[str, int],
         vectors: np.ndarray,
         kv: KeyedVectors | None = None,
+        aliases: dict[str, int] | None = None,
     ) -> None:
         self.source = source
         self._words, self._key_to_index, self._vectors, self._kv = words, key_to_index, vectors, kv
+        self._aliases = aliases or {}  # lower-case word → row of a cased word (see _lowercase_aliases)
         self.size = min(len(words), source.limit) if source.limit else len(words)
         self.dim = int(vectors.shape[1])
 
@@ -247,6 +266,8 @@ class Embeddings:
     def index(self, word: str) -> int | None:
         """Row of ``word`` in the table, or ``None`` if unknown (or beyond the limit)."""
         i = self._key_to_index.get(word)
+        if i is None:
+            i = self._aliases.get(word)
         return i if i is not None and i < self.size else None
 
     def __contains__(self, word: str) -> bool:
@@ -273,7 +294,8 @@ class Embeddings:
 def _load_cached(source: EmbeddingSource) -> Embeddings:
     if source.name == GLOVE_NAME:
         return Embeddings(source, *_glove_6b_50d())
-    return Embeddings(source, *_file_arrays(source.path, source.binary))
+    words, key_to_index, vectors = _file_arrays(source.path, source.binary)
+    return Embeddings(source, words, key_to_index, vectors, aliases=_lowercase_aliases(source.path, source.binary))
 
 
 def load_embeddings(source: EmbeddingSource | None = None) -> Embeddings:

@@ -155,3 +155,15 @@ def test_a_parsed_vectors_file_is_kept_and_parsed_again_only_when_the_file_chang
     path.write_text("the 0.5 0.6\ncat 0.7 0.8\ndog 0.9 1.0\n")  # the file changed
     changed = load()
     assert len(parsed) == 2 and changed.size == 3 and changed.vector("the").tolist() == pytest.approx([0.5, 0.6])
+
+
+def test_a_cased_vectors_file_is_read_in_lower_case_where_it_lacks_the_word(tmp_path):
+    path = tmp_path / "cased.txt"  # as word2vec's Google News vectors: cased, most frequent first
+    path.write_text("Good 0.1 0.2\ngood 0.3 0.4\nMovie 0.5 0.6\nBAD 0.7 0.8\nBad 0.9 1.0\n")
+    emb = load_embeddings(EmbeddingSource("file", str(path)))
+    assert emb.vector("good").tolist() == pytest.approx([0.3, 0.4])  # its own lower-case row
+    assert emb.vector("movie").tolist() == pytest.approx([0.5, 0.6])  # the cased row stands in
+    assert emb.vector("bad").tolist() == pytest.approx([0.7, 0.8])  # the first casing in the file
+    assert emb.vector("Good").tolist() == pytest.approx([0.1, 0.2]) and emb.size == 5
+    top3 = load_embeddings(EmbeddingSource("file", str(path), limit=3))
+    assert "movie" in top3 and "bad" not in top3  # the limit counts the file's rows
