@@ -184,10 +184,17 @@ class JobSnapshot:
 
     @property
     def progress(self) -> float:
-        if self.epochs == 0:
-            return 0.0
-        inner = self.step_in_epoch / self.steps_per_epoch if self.steps_per_epoch else 0.0
-        return min(1.0, (max(self.epoch - 1, 0) + inner) / self.epochs) if not self.done else 1.0
+        return _fraction_done(self.epoch, self.step_in_epoch, self.steps_per_epoch, self.epochs, self.done)
+
+
+def _fraction_done(epoch: int, step_in_epoch: int, steps_per_epoch: int, epochs: int, done: bool) -> float:
+    """How far a job is, 0 … 1, from the epoch it is in and its step in that epoch."""
+    if done:
+        return 1.0
+    if epochs == 0:
+        return 0.0
+    inner = step_in_epoch / steps_per_epoch if steps_per_epoch else 0.0
+    return min(1.0, (max(epoch - 1, 0) + inner) / epochs)
 
 
 @dataclass
@@ -371,14 +378,15 @@ class TrainingJob:
                     "model or batch size; the server log has details"
                 )
 
+    def _state(self) -> str:
+        return "paused" if self.state == "running" and self._paused else self.state
+
     def brief(self) -> tuple[str, int, int, float]:
         """(state, epoch, epochs, fraction done): a one-line status, without copying the history."""
         with self._lock:
-            epochs, done = self.train_config.epochs, self.done
-            state = "paused" if self.state == "running" and self._paused else self.state
-            inner = self._step_in_epoch / self._steps_per_epoch if self._steps_per_epoch else 0.0
-            fraction = 1.0 if done else min(1.0, (max(self._epoch - 1, 0) + inner) / epochs) if epochs else 0.0
-            return state, self._epoch, epochs, fraction
+            epochs = self.train_config.epochs
+            fraction = _fraction_done(self._epoch, self._step_in_epoch, self._steps_per_epoch, epochs, self.done)
+            return self._state(), self._epoch, epochs, fraction
 
     def snapshot(self) -> JobSnapshot:
         """A consistent copy of the job's progress, for drawing."""
@@ -388,11 +396,8 @@ class TrainingJob:
             total = epochs * self.n_train_rows
             eta = (total - self._examples_seen) / rate if rate > 0 and total else None
             done = self.done
-            state = self.state
-            if state == "running" and self._paused:
-                state = "paused"
             return JobSnapshot(
-                state=state,
+                state=self._state(),
                 epoch=self._epoch,
                 epochs=epochs,
                 step_in_epoch=self._step_in_epoch,
