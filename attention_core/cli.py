@@ -12,20 +12,29 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from attention_core.errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    from attention_core.runs import Prediction
 
 EXIT_BAD_INPUT = 2
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, status 2, no usage dump
-        self.exit(EXIT_BAD_INPUT, f"error: {message} — see `python -m attention_core {self.prog.split()[-1]} --help`\n")
+        self.exit(EXIT_BAD_INPUT, f"error: {message} — see `{self.prog} --help`\n")
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="attention_core", description="Train, run and evaluate small attention classifiers.")
+def program_name(argv0: str | None = None) -> str:
+    """How the user started us, for help and error lines: the installed command, or ``python -m attention_core``."""
+    name = Path(argv0 if argv0 is not None else sys.argv[0]).name
+    return "python -m attention_core" if name in ("__main__.py", "-m", "", "-c") else name
+
+
+def _parser(prog: str | None = None) -> argparse.ArgumentParser:
+    p = _Parser(prog=prog or program_name(), description="Train, run and evaluate small attention classifiers.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     t = sub.add_parser("train", help="train a model on a CSV and save the run")
@@ -128,7 +137,27 @@ def _train(args: argparse.Namespace) -> dict:
 def _predict(args: argparse.Namespace) -> dict:
     from attention_core.runs import load_run
 
-    return load_run(args.run, embedding_file=args.embeddings).predict(args.text).to_dict()
+    prediction = load_run(args.run, embedding_file=args.embeddings).predict(args.text)
+    print(prediction_summary(prediction), file=sys.stderr)
+    return prediction.to_dict()
+
+
+def prediction_summary(prediction: Prediction) -> str:
+    """A prediction for a person to read: label and probabilities, the tokens read (unknown words
+    marked), and the word each head of the last layer attends to most (averaged over the queries)."""
+    probs = sorted(prediction.probabilities.items(), key=lambda kv: -kv[1])
+    lines = [f"{prediction.label}  ({', '.join(f'{name} {p:.1%}' for name, p in probs)})"]
+    lines.append(f"tokens: {' '.join(prediction.tokens)}")
+    if prediction.unknown_tokens:
+        how = "read as <unk>" if "<unk>" in prediction.tokens else "dropped"
+        lines.append(f"unknown words, {how}: {', '.join(prediction.unknown_tokens)}")
+    last = prediction.attention[-1]  # (H, T, T) of the last layer
+    lines.append(f"last layer ({len(prediction.attention)}), the word each head attends to most:")
+    for h, head in enumerate(last):
+        received = [sum(row[k] for row in head) / len(head) for k in range(len(prediction.tokens))]  # (T,) mean over queries
+        k = max(range(len(received)), key=received.__getitem__)
+        lines.append(f"  head {h + 1}: {prediction.tokens[k]} ({received[k]:.0%} of the attention)")
+    return "\n".join(lines)
 
 
 def _evaluate(args: argparse.Namespace) -> dict:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up a fresh machine for the tests and run them: the README's test command.
 #   - Debian's chromium for the end-to-end browser tests (Playwright drives /usr/bin/chromium)
-#   - the Python requirements (torch is pinned to the local CPU wheel)
+#   - the Python requirements (torch is pinned to the local CPU wheel) and this project (pip install -e .)
 #   - ruff, then pytest (exit code 5, "no tests collected", counts as a failure)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,12 +16,18 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
-python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+# Debian's own Python refuses pip outside a virtual environment: say how to make one.
+if python3 -c 'import sys, sysconfig, pathlib; sys.exit(not (sys.prefix == sys.base_prefix and pathlib.Path(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED").exists()))'; then
+  echo "this Python is managed by the system: python3 -m venv .venv && . .venv/bin/activate, then run this again" >&2
+  exit 1
+fi
 
-ruff check .
+python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+
+python3 -m ruff check .
 
 set +e
-python -m pytest "$@"
+python3 -m pytest "$@"
 status=$?
 set -e
 if [ "$status" = 5 ]; then

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,6 +52,30 @@ def test_predict_prints_label_probabilities_tokens_attention(trained):
     assert out["tokens"] == ["the", "food", "was", "not", "good", "at", "all"]
     attn = out["attention"]
     assert (len(attn), len(attn[0]), len(attn[0][0]), len(attn[0][0][0])) == (1, 2, 7, 7)
+
+
+def test_predict_summary_for_a_person_on_stderr(trained):
+    r = cli("predict", str(trained), "the food was not zorblaxian at all")
+    assert r.returncode == 0, r.stderr
+    out = last_json(r.stdout)  # stdout keeps its one JSON line
+    assert len(r.stdout.strip().splitlines()) == 1
+    lines = r.stderr.strip().splitlines()
+    assert lines[0].startswith(out["label"]) and f"{out['label']} {out['probabilities'][out['label']]:.1%}" in lines[0]
+    assert lines[1] == "tokens: " + " ".join(out["tokens"])
+    assert "unknown words" in r.stderr and "zorblaxian" in r.stderr
+    heads = [line for line in lines if line.startswith("  head ")]
+    last = np.asarray(out["attention"][-1])  # (H, T, T)
+    assert len(heads) == last.shape[0]
+    for line, head in zip(heads, last, strict=True):  # the word that receives the most attention, averaged over queries
+        assert f": {out['tokens'][int(head.mean(0).argmax())]} (" in line
+
+
+def test_usage_errors_name_the_program_once(trained):
+    r = cli("evaluat")
+    assert r.returncode == 2
+    assert r.stderr.strip().endswith("see `python -m attention_core --help`"), r.stderr
+    r = cli("train", "data/small.csv")
+    assert r.returncode == 2 and "see `python -m attention_core train --help`" in r.stderr, r.stderr
 
 
 def test_evaluate_with_other_column_names(trained, tmp_path):
