@@ -10,7 +10,7 @@ Modules, in the order data flows through them:
 * :mod:`~attention_core.model` — ``ModelConfig`` and ``AttentionClassifier``
 * :mod:`~attention_core.training` — ``TrainConfig``, ``Trainer``, ``History``
 * :mod:`~attention_core.presets` — ``seed`` (the Julia post) and ``default``
-* :mod:`~attention_core.runs` — save / load runs (safetensors + JSON), predict
+* :mod:`~attention_core.runs` — run folders: save, load, list, rename, delete (safetensors + JSON); predict
 """
 
 from attention_core.attention import AttentionSteps, MultiHeadAttention, attention_steps, causal_mask, padding_mask
@@ -21,7 +21,7 @@ from attention_core.errors import ConfigError, DataError, EmbeddingError, InputE
 from attention_core.metrics import Metrics, classification_metrics
 from attention_core.model import AttentionClassifier, ModelConfig
 from attention_core.presets import PRESETS, preset
-from attention_core.runs import Prediction, Run, list_runs, load_run, save_run
+from attention_core.runs import Prediction, Run, list_runs, load_run, save_new_run, save_run
 from attention_core.text import tokenize
 from attention_core.training import EpochRecord, History, StepEvent, TrainConfig, Trainer, TrainResult, evaluate_model
 
@@ -31,5 +31,5 @@ __all__ = [
     "ModelConfig", "MultiHeadAttention", "Prediction", "Run", "RunError", "StepEvent", "TextDataset",
     "TextEncoder", "TrainConfig", "TrainResult", "Trainer", "attention_steps", "causal_mask",
     "classification_metrics", "dataset_from_lists", "evaluate_model", "list_runs", "load_dataset",
-    "load_embeddings", "load_run", "padding_mask", "preset", "save_run", "tokenize",
+    "load_embeddings", "load_run", "padding_mask", "preset", "save_new_run", "save_run", "tokenize",
 ]

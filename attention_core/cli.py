@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from attention_core.errors import ConfigError, InputError
+from attention_core.errors import ConfigError, InputError, RunError
 
 if TYPE_CHECKING:
     from attention_core.runs import Prediction
@@ -39,7 +39,8 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train a model on a CSV and save the run")
     t.add_argument("csv", help="CSV with a text column and a label column")
-    t.add_argument("--out", required=True, help="run directory to write (replaced if it exists)")
+    t.add_argument("--out", required=True, help="run folder to write: a new or empty folder (checked before training)")
+    t.add_argument("--overwrite", action="store_true", help="replace the run already in --out (never other files)")
     t.add_argument("--preset", default="default", help="default | seed (the Julia post's model)")
     t.add_argument("--text-col", help="text column (default: detected)")
     t.add_argument("--label-col", help="label column (default: detected)")
@@ -86,12 +87,23 @@ def _device(name: str) -> str:
 
 
 def _train(args: argparse.Namespace) -> dict:
+    from attention_core.runs import prepare_destination
+
+    destination = prepare_destination(args.out, overwrite=args.overwrite)  # before any work: nothing to lose yet
+    try:
+        return _train_into(args, destination.path)
+    except BaseException:
+        destination.release()
+        raise
+
+
+def _train_into(args: argparse.Namespace, out: Path) -> dict:
     from tqdm import tqdm
 
     from attention_core.data import load_dataset
     from attention_core.embeddings import EmbeddingSource, load_embeddings
     from attention_core.presets import preset
-    from attention_core.runs import Run, save_run
+    from attention_core.runs import Run, save_new_run, save_run
     from attention_core.training import Trainer
 
     names = ("epochs", "n_layers", "n_heads", "lr", "batch_size", "seed", "val_fraction", "time_budget", "vocab_limit",
@@ -126,9 +138,12 @@ def _train(args: argparse.Namespace) -> dict:
 
     result = trainer.run(on_epoch=on_epoch)
     bar.close()
-    out = Path(args.out)
     run = Run.from_result(result, name=args.name or out.name)
-    save_run(run, out)
+    try:
+        save_run(run, out, overwrite=args.overwrite)
+    except RunError as err:  # something was put into the folder while training: keep the run beside it
+        out = save_new_run(run, out.parent, out.name)
+        print(f"{err.message}: the run was saved to {out} instead", file=sys.stderr)
     if result.history.message:
         print(result.history.message, file=sys.stderr)
     return {**result.history.summary(), "run": str(out)}

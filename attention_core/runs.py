@@ -12,6 +12,11 @@ A run directory holds::
 Saving is atomic: files are written to a temporary sibling directory that is renamed into
 place, so a crash mid-save never leaves a half-written run that loads. Loading checks the
 format tag, every file, the configs and the tensor names and shapes.
+
+This module is the one owner of run folders: creating (:func:`save_run`, :func:`save_new_run`,
+:func:`prepare_destination`), listing, renaming, deleting and unpacking uploads. None of them
+removes or replaces anything that is not a run's own file, and a name from a user never
+reaches the file system unchecked (:func:`check_run_name`).
 """
 
 from __future__ import annotations
@@ -22,10 +27,12 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 import zipfile
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,7 +50,11 @@ FORMAT = "attention-playground-run"
 VERSION = 1
 RUN_FILES = ("config.json", "vocab.json", "model.safetensors", "history.json")
 SNAPSHOT_FILE = "snapshots.safetensors"  # optional (runs saved before it existed have none)
+PREVIEW_FILE = "preview.json"  # optional: the bundled run's saved first answer (ui/preview.py)
+OWN_FILES = (*RUN_FILES, SNAPSHOT_FILE, PREVIEW_FILE)  # everything a run folder may hold
 MAX_ZIP_BYTES = 200 * 1024 * 1024
+MAX_NAME_LENGTH = 80
+OUT_HINT = "choose a new folder, or --overwrite to replace an earlier run"
 
 
 @dataclass
@@ -146,11 +157,21 @@ def _config_dict(run: Run) -> dict:
     }
 
 
-def save_run(run: Run, path: str | os.PathLike) -> Path:
-    """Write ``run`` to the directory ``path`` atomically (replacing an older run there)."""
+def save_run(run: Run, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+    """Write ``run`` to the directory ``path`` atomically.
+
+    ``path`` may be missing or an empty folder; a folder holding a run is replaced only with
+    ``overwrite=True``. Anything else there (a file, a link, a folder with other files) is
+    refused with a ``RunError``, before anything is written, and left as it was.
+    """
     path = Path(path)
+    kind = _destination_kind(path)
+    if kind == "run" and not overwrite:
+        raise RunError(f"{path} already holds a run", "save under a new name, or overwrite it on purpose")
+    if kind not in ("missing", "empty", "run"):
+        raise RunError(f"{path} {_KIND_TEXT[kind]}", "save the run to a new folder")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=".run-saving-", dir=path.parent))
     try:
         (tmp / "config.json").write_text(json.dumps(_config_dict(run), indent=2))
         (tmp / "vocab.json").write_text(json.dumps(run.encoder.to_dict()))
@@ -168,17 +189,221 @@ def save_run(run: Run, path: str | os.PathLike) -> Path:
             with open(f, "rb") as fh:
                 os.fsync(fh.fileno())
         old = None
-        if path.exists():
-            old = path.with_name(f".{path.name}.old-{os.getpid()}-{time.monotonic_ns()}")
+        if kind == "run":
+            old = path.with_name(f".run-replaced-{os.getpid()}-{time.monotonic_ns()}")
             path.rename(old)
-        tmp.rename(path)
+        tmp.rename(path)  # rename(2) replaces an empty folder in one step
         if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+            _remove_run_folder(old)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)  # our own temporary folder, nothing else
         raise
     run.path = path
     return path
+
+
+_KIND_TEXT = {
+    "file": "is a file, not a folder",
+    "link": "is a link",
+    "other": "is a folder with other files in it",
+    "unreadable": "cannot be read",
+}
+
+
+def _destination_kind(path: Path) -> str:
+    """What is at ``path``: missing, empty (folder), run (a folder of a run's own files and
+    nothing else), file, link, other (a folder with anything else in it) or unreadable.
+    Raises ``OSError`` for a path the file system refuses (a name too long)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    if stat.S_ISLNK(mode):
+        return "link"
+    if not stat.S_ISDIR(mode):
+        return "file"
+    try:
+        entries = list(path.iterdir())
+    except OSError:
+        return "unreadable"
+    if not entries:
+        return "empty"
+    if all(e.name in OWN_FILES and e.is_file() and not e.is_symlink() for e in entries) and _is_run_config(path):
+        return "run"
+    return "other"
+
+
+def _is_run_config(path: Path) -> bool:
+    try:
+        return json.loads((path / "config.json").read_text()).get("format") == FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _remove_run_folder(path: Path) -> None:
+    """Delete a run's own files, then the folder if that left it empty (never anything else)."""
+    for name in OWN_FILES:
+        with suppress(FileNotFoundError):
+            (path / name).unlink()
+    with suppress(OSError):  # something else in it: left where it is
+        path.rmdir()
+
+
+@dataclass
+class Destination:
+    """An output folder checked (and, where missing, created) before a training starts."""
+
+    path: Path
+    created: list[Path] = field(default_factory=list)  # folders made by the check, deepest last
+
+    def release(self) -> None:
+        """Remove the folders the check made, if they are still empty (a training that failed)."""
+        for folder in reversed(self.created):
+            with suppress(OSError):
+                folder.rmdir()
+
+
+def prepare_destination(path: str | os.PathLike, *, overwrite: bool = False) -> Destination:
+    """Check that a run can be saved at ``path`` later, before the training begins.
+
+    A missing folder is created now (with its parents), so that a name the file system
+    refuses, a read-only place or a file in the way shows at once; an empty folder is used
+    as it is; a folder holding a run only with ``overwrite``. Anything else is a ``RunError``
+    and nothing is touched.
+
+    Example:
+        >>> dest = prepare_destination("runs/uci")  # doctest: +SKIP
+        >>> save_run(run, dest.path)  # doctest: +SKIP
+    """
+    raw = os.fspath(path)
+    normal = os.path.normpath(raw) if raw else "."
+    if os.path.basename(normal) in ("", ".", ".."):
+        raise RunError(f"{raw!r} is not a name for a new run folder", OUT_HINT)
+    target = Path(normal)
+    try:
+        kind = _destination_kind(target)
+    except OSError as err:
+        raise RunError(f"cannot write a run to {raw}: {err.strerror}", "choose a folder you can write to, with a plain name") from err
+    if kind == "run" and not overwrite:
+        raise RunError(f"{raw} already holds a run", OUT_HINT)
+    if kind == "other":
+        some = sorted(e.name for e in target.iterdir())
+        shown = ", ".join(some[:3]) + (f" and {len(some) - 3} more" if len(some) > 3 else "")
+        only = " (--overwrite only replaces a run)" if overwrite else ""
+        raise RunError(f"{raw} is a folder with other files in it ({shown}){only}", OUT_HINT)
+    if kind not in ("missing", "empty", "run"):
+        raise RunError(f"{raw} {_KIND_TEXT[kind]}", OUT_HINT)
+    dest = Destination(target)
+    try:
+        if kind == "missing":
+            missing = [target, *(p for p in target.parents if not p.exists())]
+            for folder in reversed(missing):
+                folder.mkdir()
+                dest.created.append(folder)
+        # saving writes a temporary folder beside the run and renames it: try that now
+        probe = tempfile.mkdtemp(prefix=".run-saving-", dir=target.parent)
+        os.rmdir(probe)
+    except (OSError, ValueError) as err:
+        dest.release()
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise RunError(f"cannot write a run to {raw}: {reason}", "choose a folder you can write to, with a plain name") from err
+    return dest
+
+
+def check_run_name(name: str) -> str:
+    """``name`` if it can name a run folder: letters, digits, ``-``, ``_`` and ``.``, not
+    starting with ``.``, at most 80 characters; otherwise a ``RunError`` that says why.
+
+    Example:
+        >>> check_run_name("uci-2")
+        'uci-2'
+    """
+    if not name:
+        raise RunError("a run needs a name", "type one, e.g. 'my-run'")
+    if len(name) > MAX_NAME_LENGTH:
+        raise RunError(f"the name is {len(name)} characters long", f"use at most {MAX_NAME_LENGTH}")
+    if name.startswith(".") or not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+        raise RunError(f"{name[:40]!r} cannot name a run", "use letters, digits, '-', '_' and '.', not starting with '.'")
+    return name
+
+
+def _run_folder(runs_dir: Path, name: str) -> Path:
+    """The run folder ``name`` in ``runs_dir``, which must be a real folder of a run (not a link)."""
+    plain = name not in ("", ".", "..") and not any(c in name for c in "/\\\0")  # one folder name, whatever it is
+    path = Path(runs_dir) / name
+    if not plain or path.is_symlink() or not path.is_dir() or not (path / "config.json").is_file():
+        raise RunError(f"there is no run named {name!r}", "pick one from the list")
+    return path
+
+
+def _claim_free_folder(runs_dir: Path, name: str) -> Path:
+    """Create and return an empty folder ``name``, ``name-2``, ``name-3``… in ``runs_dir``.
+
+    ``mkdir`` is the claim (atomic): four learners who finish under the same name at the same
+    moment get four folders, where checking ``exists()`` first let two pick the same one.
+    """
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    base, n = safe_name(name), 1
+    while True:
+        suffix = "" if n == 1 else f"-{n}"
+        path = runs_dir / (base[: MAX_NAME_LENGTH - len(suffix)] + suffix)
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            n += 1
+
+
+def save_new_run(run: Run, runs_dir: str | os.PathLike, name: str) -> Path:
+    """Save under ``runs_dir / name``, or ``name-2``, ``name-3``… — never over anything."""
+    path = _claim_free_folder(Path(runs_dir), name)
+    try:
+        return save_run(run, path)  # replaces the empty claimed folder
+    except BaseException:
+        with suppress(OSError):
+            path.rmdir()
+        raise
+
+
+def rename_run(runs_dir: str | os.PathLike, old_name: str, new_name: str) -> Path:
+    """Rename the run ``old_name`` to ``new_name`` (its folder and the name it shows).
+
+    Refuses a name that exists already or is not a plain name (``../x``, ``a/b``, empty,
+    too long) with a ``RunError``; nothing is changed then.
+    """
+    runs_dir = Path(runs_dir)
+    source = _run_folder(runs_dir, old_name)
+    target = runs_dir / check_run_name(new_name)
+    if target == source:
+        return source
+    try:
+        target.mkdir()  # the claim: fails if the name is taken, by a run or anything else
+    except FileExistsError:
+        raise RunError(f"a run named {new_name!r} exists already", "pick another name") from None
+    try:
+        source.rename(target)  # onto the empty claim, in one step
+    except OSError as err:
+        with suppress(OSError):
+            target.rmdir()
+        raise RunError(f"cannot rename {old_name!r}: {err.strerror or err}", "try again, or pick another name") from err
+    config = target / "config.json"
+    cfg = json.loads(config.read_text())
+    cfg["name"] = target.name
+    tmp = target / ".config.json.renaming"
+    tmp.write_text(json.dumps(cfg, indent=2))
+    os.replace(tmp, config)
+    return target
+
+
+def delete_run(runs_dir: str | os.PathLike, name: str) -> None:
+    """Delete the run ``name``: its own files and its folder. A folder that also holds other
+    files, or a link, is refused with a ``RunError`` and left as it is."""
+    path = _run_folder(Path(runs_dir), name)
+    others = sorted(e.name for e in path.iterdir() if e.name not in OWN_FILES or not e.is_file() or e.is_symlink())
+    if others:
+        raise RunError(f"{name!r} holds files that are not part of a run ({', '.join(others[:3])})",
+                       f"move them out of {path} first")
+    _remove_run_folder(path)
 
 
 def _read_json(path: Path) -> dict:
@@ -296,31 +521,52 @@ def run_to_zip(path: str | os.PathLike) -> bytes:
 
 
 def run_from_zip(data: bytes, runs_dir: str | os.PathLike, name: str) -> Path:
-    """Unpack a run zip safely into ``runs_dir/name`` and check that it loads."""
+    """Unpack a run zip into ``runs_dir/name`` (or ``name-2``… if taken) and check that it loads.
+
+    The archive may hold a run's files at its top or in one folder (as a zip tool makes it);
+    an entry with an absolute path, ``..`` or a link is refused, nothing is written outside
+    ``runs_dir``, and only the run's own files are taken, under names chosen here.
+    """
     if len(data) > MAX_ZIP_BYTES:
         raise RunError(f"run archive is {len(data) / 1e6:.0f} MB", f"the limit is {MAX_ZIP_BYTES // 2**20} MB")
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile as err:
         raise RunError("the upload is not a zip archive", "download a run with 'Download run' and upload that file") from err
-    names = {Path(n).name: n for n in zf.namelist() if not n.endswith("/")}
+    entries = [info for info in zf.infolist() if not info.is_dir()]
+    for info in zf.infolist():
+        parts = info.filename.replace("\\", "/").split("/")
+        if info.filename.startswith(("/", "\\")) or ".." in parts or re.match(r"[A-Za-z]:", info.filename):
+            raise RunError(f"the archive has an entry outside its own folder ({info.filename[:60]!r})",
+                           "upload a zip made by 'Download run'")
+        if stat.S_ISLNK(info.external_attr >> 16):
+            raise RunError(f"the archive holds a link ({info.filename[:60]!r})", "upload a zip made by 'Download run'")
+    folders = {str(Path(info.filename).parent) for info in entries}
+    if len(folders) > 1:
+        raise RunError("the archive holds more than one folder", "upload a zip made by 'Download run': one run per zip")
+    names = {Path(info.filename).name: info for info in entries}
     missing = [f for f in RUN_FILES if f not in names]
     if missing:
         raise RunError(f"the archive has no {', '.join(missing)}", "upload a zip made by 'Download run'")
     files = [f for f in (*RUN_FILES, SNAPSHOT_FILE) if f in names]
-    if sum(zf.getinfo(names[f]).file_size for f in files) > 4 * MAX_ZIP_BYTES:
+    if sum(names[f].file_size for f in files) > 4 * MAX_ZIP_BYTES:
         raise RunError("the archive unpacks to more than the allowed size", "upload a zip made by 'Download run'")
-    target = Path(runs_dir) / safe_name(name)
-    if target.exists():
-        raise RunError(f"a run named {target.name!r} already exists", "rename or delete it first")
-    tmp = Path(tempfile.mkdtemp(prefix=".upload-", dir=Path(runs_dir)))
+    runs_dir = Path(runs_dir)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".upload-", dir=runs_dir))
+    target = None
     try:
         for f in files:  # only our own files, written under names we choose
             (tmp / f).write_bytes(zf.read(names[f]))
         load_run(tmp)  # raises RunError if anything is wrong
-        tmp.rename(target)
+        os.chmod(tmp, 0o755)
+        target = _claim_free_folder(runs_dir, name)
+        tmp.rename(target)  # onto the empty claim, in one step
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)  # our own temporary folder
+        if target is not None:
+            with suppress(OSError):
+                target.rmdir()
         raise
     return target
 
@@ -332,9 +578,10 @@ def safe_name(name: str) -> str:
 
 
 def list_runs(runs_dir: str | os.PathLike) -> list[Path]:
-    """Run directories under ``runs_dir`` (newest first); in-progress saves are skipped."""
+    """Run directories under ``runs_dir`` (newest first); in-progress saves and links are skipped."""
     root = Path(runs_dir)
     if not root.is_dir():
         return []
-    runs = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / "config.json").is_file()]
+    runs = [p for p in root.iterdir()
+            if p.is_dir() and not p.is_symlink() and not p.name.startswith(".") and (p / "config.json").is_file()]
     return sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)

@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m attention_core train data/uci_sentiment_sentences.csv --preset default --seed 0 \
-  --out data/default_run --name "default model on UCI sentences" "$@"
+  --out data/default_run --overwrite --name "default model on UCI sentences" "$@"
 # The home page's first picture before torch is loaded (ui/preview.py): this model's answer to its first example.
 python -m ui.preview

@@ -131,3 +131,94 @@ def test_bad_input_exits_2_with_one_line_error(trained, tmp_path, args, message)
     import re
 
     assert re.search(message, lines[0]), lines[0]
+
+
+def _tree(root: Path) -> dict[str, bytes | None]:
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [
+        ("{tmp}/mine", "is a folder with other files in it .notes.txt, photos"),
+        ("{tmp}/mine/notes.txt", "is a file"),
+        (".", "'.' is not a name for a new run folder"),
+        ("/", "'/' is not a name for a new run folder"),
+        ("RUN", "already holds a run"),
+        ("{tmp}/mine/notes.txt/run", "cannot write a run to"),
+        ("{tmp}/" + "n" * 300, "cannot write a run to .*too long"),
+    ],
+)
+def test_train_refuses_an_output_path_before_training_and_touches_nothing(trained, tmp_path, out, message):
+    mine = tmp_path / "mine"
+    (mine / "photos").mkdir(parents=True)
+    (mine / "notes.txt").write_text("a user's notes")
+    (mine / "photos" / "cat.jpg").write_bytes(bytes(range(256)) * 8)
+    before, run_before = _tree(tmp_path), _tree(trained)
+    r = cli("train", "data/small.csv", "--out", out.replace("{tmp}", str(tmp_path)).replace("RUN", str(trained)),
+            "--epochs", "1", cwd=mine if out == "." else ROOT)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr  # nothing else: no data report, no progress — training never began
+    import re
+
+    assert re.search(f"^error: .*{message}", lines[0]), lines[0]
+    if "cannot write" not in message:
+        assert lines[0].endswith(" — choose a new folder, or --overwrite to replace an earlier run"), lines[0]
+    assert _tree(tmp_path) == before and _tree(trained) == run_before  # byte for byte
+
+
+def test_overwrite_replaces_a_run_but_never_other_files(tmp_path):
+    out = tmp_path / "run"
+    args = ("train", "data/small.csv", "--out", str(out), "--epochs", "1", "--layers", "1", "--heads", "1",
+            "--threads", "1", "--quiet")
+    assert cli(*args).returncode == 0
+    first = (out / "model.safetensors").read_bytes()
+    assert cli(*args).returncode == 2  # the run is there: --overwrite is needed
+    r = cli(*args, "--overwrite", "--seed", "7")
+    assert r.returncode == 0, r.stderr
+    assert (out / "model.safetensors").read_bytes() != first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no temporary or replaced folders left
+    (out / "keep-me.txt").write_text("mine")
+    r = cli(*args, "--overwrite")
+    assert r.returncode == 2 and "--overwrite only replaces a run" in r.stderr
+    assert (out / "keep-me.txt").read_text() == "mine"
+
+
+def test_a_failed_training_leaves_no_empty_output_folder(tmp_path):
+    (tmp_path / "one_class.csv").write_text("text,label\ngood,pos\nnice,pos\n")
+    r = cli("train", str(tmp_path / "one_class.csv"), "--out", str(tmp_path / "new" / "run"))
+    assert r.returncode == 2 and "only one" in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one_class.csv"]
+
+
+def test_train_into_an_empty_folder(tmp_path):
+    (tmp_path / "empty").mkdir()
+    r = cli("train", "data/small.csv", "--out", str(tmp_path / "empty"), "--epochs", "1", "--layers", "1", "--heads", "1",
+            "--threads", "1", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert last_json(r.stdout)["run"] == str(tmp_path / "empty")
+    assert (tmp_path / "empty" / "model.safetensors").is_file()
+
+
+def test_a_run_is_not_lost_when_its_folder_fills_up_during_training(tmp_path, monkeypatch, capsys):
+    from attention_core import cli as cli_module
+    from attention_core.training import Trainer
+
+    out = tmp_path / "run"
+    real_run = Trainer.run
+
+    def run_while_the_user_saves_a_file_there(self, *args, **kwargs):
+        result = real_run(self, *args, **kwargs)
+        (out / "draft.txt").write_text("saved there while training")
+        return result
+
+    monkeypatch.setattr(Trainer, "run", run_while_the_user_saves_a_file_there)
+    monkeypatch.chdir(ROOT)
+    code = cli_module.main(["train", "data/small.csv", "--out", str(out), "--epochs", "1", "--layers", "1",
+                            "--heads", "1", "--threads", "1", "--quiet"])
+    assert code == 0
+    summary = last_json(capsys.readouterr().out)
+    assert summary["run"] == str(tmp_path / "run-2")
+    assert (out / "draft.txt").read_text() == "saved there while training"
+    assert (tmp_path / "run-2" / "model.safetensors").is_file()

@@ -82,7 +82,7 @@ def test_words_outside_the_run_vocabulary_use_glove(run):
 
 def test_save_replaces_atomically_and_leaves_no_temp_dirs(run, tmp_path):
     save_run(run, tmp_path / "r")
-    save_run(run, tmp_path / "r")
+    save_run(run, tmp_path / "r", overwrite=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]
     assert list_runs(tmp_path) == [tmp_path / "r"]
 
@@ -96,7 +96,7 @@ def test_crash_mid_save_keeps_the_old_run(run, tmp_path, monkeypatch):
 
     monkeypatch.setattr("attention_core.runs.save_file", boom)
     with pytest.raises(OSError, match="disk full"):
-        save_run(run, tmp_path / "r")
+        save_run(run, tmp_path / "r", overwrite=True)
     assert (tmp_path / "r" / "model.safetensors").read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["r"]
     load_run(tmp_path / "r")
@@ -146,13 +146,8 @@ def test_zip_round_trip_and_bad_archives(run, tmp_path):
     assert load_run(target).predict("i love it").probabilities == run.predict("i love it").probabilities
     with pytest.raises(RunError, match="not a zip"):
         run_from_zip(b"hello", tmp_path, "x")
-    with pytest.raises(RunError, match="already exists"):
-        run_from_zip(data, tmp_path, "copy of r")
-    evil = tmp_path / "evil.zip"
-    with zipfile.ZipFile(evil, "w") as zf:
-        zf.writestr("../../config.json", "{}")
-    with pytest.raises(RunError, match="has no"):
-        run_from_zip(evil.read_bytes(), tmp_path, "evil")
+    assert run_from_zip(data, tmp_path, "copy of r").name == "copy-of-r-2"  # a taken name gets -2, as training does
+    assert load_run(tmp_path / "copy-of-r").predict("i love it").probabilities == run.predict("i love it").probabilities
     assert not any(p.name.startswith(".upload") for p in tmp_path.iterdir())
 
 
@@ -257,3 +252,192 @@ def test_a_run_whose_vectors_file_moved_is_pointed_at_its_new_place(tmp_path):
     assert load_run(tmp_path / "mine").encoder.embeddings.source.path == str(moved)  # for good
     assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == sorted(
         ["config.json", "vocab.json", "model.safetensors", "history.json", "snapshots.safetensors"])
+
+
+# -- run folders: nothing but a run's own files is ever replaced, renamed over or deleted -------------------------
+
+
+def _snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every file and folder under ``root`` with its bytes: what a user would lose."""
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))}
+
+
+def _users_files(folder: Path) -> None:
+    folder.mkdir(parents=True)
+    (folder / "thesis.txt").write_text("three years of work")
+    (folder / "sub").mkdir()
+    (folder / "sub" / "data.bin").write_bytes(bytes(range(256)))
+
+
+@pytest.mark.parametrize("what", ["folder with files", "file", "link"])
+def test_save_run_never_replaces_what_is_not_a_run(run, tmp_path, what):
+    target = tmp_path / "target"
+    if what == "folder with files":
+        _users_files(target)
+    elif what == "file":
+        target.write_text("a user's file")
+    else:
+        _users_files(tmp_path / "elsewhere")
+        target.symlink_to(tmp_path / "elsewhere")
+    before = _snapshot(tmp_path)
+    for overwrite in (False, True):
+        with pytest.raises(RunError):
+            save_run(run, target, overwrite=overwrite)
+    assert _snapshot(tmp_path) == before
+
+
+def test_save_run_replaces_a_run_only_when_asked_and_keeps_unknown_files(run, tmp_path):
+    save_run(run, tmp_path / "r")
+    before = _snapshot(tmp_path)
+    with pytest.raises(RunError, match="already holds a run"):
+        save_run(run, tmp_path / "r")
+    assert _snapshot(tmp_path) == before
+    (tmp_path / "r" / "notes.txt").write_text("mine")  # no longer only a run's files
+    with pytest.raises(RunError, match="other files"):
+        save_run(run, tmp_path / "r", overwrite=True)
+    assert (tmp_path / "r" / "notes.txt").read_text() == "mine"
+    (tmp_path / "empty").mkdir()
+    assert load_run(save_run(run, tmp_path / "empty")).label_names == run.label_names  # an empty folder is used
+
+
+def test_prepare_destination_finds_every_problem_before_training(run, tmp_path, monkeypatch):
+    from attention_core.runs import OUT_HINT, prepare_destination
+
+    _users_files(tmp_path / "home")
+    (tmp_path / "a_file").write_text("mine")
+    save_run(run, tmp_path / "old_run")
+    before = _snapshot(tmp_path)
+    monkeypatch.chdir(tmp_path / "home")
+    for bad, message in [(".", "not a name"), ("..", "not a name"), ("/", "not a name"), ("", "not a name"),
+                         (str(tmp_path / "home"), "other files in it .sub, thesis.txt"),
+                         (str(tmp_path / "a_file"), "is a file"), (str(tmp_path / "a_file" / "x"), "cannot write"),
+                         (str(tmp_path / "old_run"), "already holds a run"), ("x" * 300, "cannot write")]:
+        with pytest.raises(RunError, match=message) as err:
+            prepare_destination(bad)
+        assert str(err.value).endswith(OUT_HINT) or "cannot write" in message
+    with pytest.raises(RunError, match="--overwrite only replaces a run"):
+        prepare_destination(tmp_path / "home", overwrite=True)
+    assert _snapshot(tmp_path) == before
+
+    dest = prepare_destination(tmp_path / "new" / "deeper" / "run")  # made now, so a later save cannot fail on it
+    assert dest.path.is_dir() and not any(dest.path.iterdir())
+    dest.release()  # a training that failed leaves nothing behind
+    assert not (tmp_path / "new").exists()
+    assert prepare_destination(tmp_path / "old_run", overwrite=True).path == tmp_path / "old_run"
+
+
+def test_prepare_destination_refuses_a_folder_it_cannot_write(tmp_path, monkeypatch):
+    from attention_core.runs import prepare_destination
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    if os.geteuid() != 0:
+        locked.chmod(0o500)
+    else:  # root may write anywhere: the file system's refusal is simulated
+        real_mkdir = Path.mkdir
+
+        def refuse(self, *args, **kwargs):
+            if self.parent == locked:
+                raise PermissionError(13, "Permission denied", str(self))
+            return real_mkdir(self, *args, **kwargs)
+
+        monkeypatch.setattr(Path, "mkdir", refuse)
+    try:
+        with pytest.raises(RunError, match="cannot write a run to .*Permission denied"):
+            prepare_destination(locked / "run")
+        assert list(locked.iterdir()) == []
+    finally:
+        locked.chmod(0o700)
+
+
+def test_rename_run_refuses_taken_and_unsafe_names_and_renames_for_good(run, tmp_path):
+    from attention_core.runs import rename_run
+
+    runs = tmp_path / "runs"
+    save_run(run, runs / "a")
+    save_run(run, runs / "b")
+    _users_files(tmp_path / "x")  # a user's folder beside the runs folder: '../x' must never reach it
+    before = _snapshot(tmp_path)
+    for bad, message in [("b", "exists already"), ("../x", "cannot name a run"), ("a/b", "cannot name a run"),
+                         ("", "needs a name"), (".hidden", "cannot name a run"), ("y" * 81, "81 characters"),
+                         ("..", "cannot name a run"), ("/tmp/z", "cannot name a run")]:
+        with pytest.raises(RunError, match=message):
+            rename_run(runs, "a", bad)
+    with pytest.raises(RunError, match="no run named"):
+        rename_run(runs, "../x", "c")
+    assert _snapshot(tmp_path) == before
+
+    renamed = rename_run(runs, "a", "a-better-name")
+    assert renamed == runs / "a-better-name" and not (runs / "a").exists()
+    assert load_run(renamed).name == "a-better-name"  # the name it shows follows the folder
+
+
+def test_delete_run_removes_only_a_run(run, tmp_path):
+    from attention_core.runs import delete_run
+
+    runs = tmp_path / "runs"
+    save_run(run, runs / "gone")
+    save_run(run, runs / "kept")
+    (runs / "kept" / "my-notes.txt").write_text("mine")
+    _users_files(tmp_path / "outside")
+    save_run(run, tmp_path / "outside" / "run")
+    (runs / "link").symlink_to(tmp_path / "outside" / "run")
+    delete_run(runs, "gone")
+    assert not (runs / "gone").exists()
+    before = _snapshot(tmp_path)
+    for name, message in [("kept", "not part of a run .my-notes.txt"), ("link", "no run named"),
+                          ("../outside/run", "no run named"), ("..", "no run named"), ("missing", "no run named")]:
+        with pytest.raises(RunError, match=message):
+            delete_run(runs, name)
+    assert _snapshot(tmp_path) == before
+    assert [p.name for p in list_runs(runs)] == ["kept"]  # a link is not listed as a run
+
+
+def _zip_with(entries: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in entries.items():
+            zf.writestr(name, data)
+        for name, target in (links or {}).items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (0o120777 << 16)  # a symbolic link, as `zip --symlinks` stores it
+            zf.writestr(info, target)
+    return buf.getvalue()
+
+
+def test_run_zips_with_paths_outside_or_links_are_refused(run, tmp_path):
+    save_run(run, tmp_path / "r")
+    files = {name: (tmp_path / "r" / name).read_bytes() for name in ("config.json", "vocab.json", "model.safetensors",
+                                                                      "history.json")}
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    before = _snapshot(tmp_path)
+    for bad, message in [
+        ({**files, "../../config.json": b"{}"}, "outside its own folder"),
+        ({f"../{k}": v for k, v in files.items()}, "outside its own folder"),
+        ({**{k: v for k, v in files.items() if k != "config.json"}, "/etc/config.json": files["config.json"]},
+         "outside its own folder"),
+        ({**{f"a/{k}": v for k, v in files.items()}, "b/history.json": b"{}"}, "more than one folder"),
+    ]:
+        with pytest.raises(RunError, match=message):
+            run_from_zip(_zip_with(bad), runs, "evil")
+    with pytest.raises(RunError, match="link"):
+        run_from_zip(_zip_with({k: v for k, v in files.items() if k != "vocab.json"}, {"vocab.json": "/etc/passwd"}),
+                     runs, "evil")
+    assert _snapshot(tmp_path) == before
+    inside_a_folder = _zip_with({f"my-run/{k}": v for k, v in files.items()})  # as a zip tool packs a folder
+    assert load_run(run_from_zip(inside_a_folder, runs, "my-run")).label_names == run.label_names
+
+
+def test_runs_saved_at_the_same_moment_under_one_name_get_their_own_folders(run, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from attention_core.runs import save_new_run
+
+    with ThreadPoolExecutor(8) as pool:
+        paths = list(pool.map(lambda _: save_new_run(run, tmp_path, "same name"), range(8)))
+    assert sorted(p.name for p in paths) == sorted(["same-name"] + [f"same-name-{n}" for n in range(2, 9)])
+    assert all(load_run(p).label_names == run.label_names for p in paths)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)  # no temporary folders left

@@ -21,19 +21,17 @@ import logging
 import os
 import pickle
 import select
-import shutil
 import signal
 import sys
 import threading
 import time
 import traceback
 from multiprocessing.connection import Connection, Listener
-from pathlib import Path
 
-from attention_core import Run, Trainer, save_run
+from attention_core import Run, Trainer
 from attention_core.embeddings import load_embeddings
 from attention_core.errors import InputError
-from attention_core.runs import safe_name
+from attention_core.runs import save_new_run
 from attention_core.threads import ThreadTuner
 from attention_core.training import EpochRecord, StepEvent, TrainerSpec
 
@@ -111,29 +109,6 @@ def _control_loop(
             log.warning("training job %s lost its page (no heartbeat for %.0f s): stopping", name, orphan_after)
             trainer.stop()
             last_heartbeat = float("inf")  # say it once
-
-
-def save_new_run(run: Run, runs_dir: Path, name: str) -> Path:
-    """Save under ``runs_dir / name``, or ``name-2``, ``name-3``… — never over an earlier run.
-
-    The folder is claimed with ``mkdir`` (atomic) before the run is written into it: four
-    learners who train under the default name and finish at the same moment get four folders
-    (checking ``exists()`` first let two of them pick the same one, and one run was lost).
-    """
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    base, n = safe_name(name), 1
-    while True:
-        path = runs_dir / (base if n == 1 else f"{base}-{n}")
-        try:
-            path.mkdir()
-            break
-        except FileExistsError:
-            n += 1
-    try:
-        return save_run(run, path)  # replaces the empty folder atomically
-    except BaseException:
-        shutil.rmtree(path, ignore_errors=True)
-        raise
 
 
 def run_job(conn: Connection) -> None:
