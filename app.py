@@ -17,13 +17,19 @@ def home() -> None:
         "classifier reads it, predicts its sentiment, and shows you which words each word attended to."
     )
     # On a cold start the browser fetches and compiles plotly.js (~1 s) only when asked. The live
-    # charts' preload asks now, while the server imports torch (~1.5 s).
+    # charts' preload asks now, while the server imports what the page needs and builds it.
     from ui import live_chart
 
     with st.sidebar:  # where its empty element leaves no gap in the page
         live_chart.preload(at_once=True)
 
+    # plotly looks numpy and pandas up in sys.modules without importing them: a figure built while
+    # another session's run was half-way through importing pandas (Streamlit imports it on first
+    # use) met a half-made module ("partially initialized module 'pandas'"). An import waits for
+    # the other thread's, so both are imported before the first figure (the other pages import
+    # them through attention_core first); this run would import pandas with its first chart anyway.
     import numpy as np
+    import pandas  # noqa: F401
 
     from ui import figures, preview
     from ui.preview import BUNDLED_NAME, EXAMPLES

@@ -167,6 +167,35 @@ def test_train_on_a_word_vector_file_of_your_own(server, tmp_path):
         assert not main.get_by_test_id("stException").count()
 
 
+COLD_STARTS = 3  # a fresh server each: the race is there only while a server imports on first use
+
+
+def test_home_on_a_cold_server_opened_twice_at_once_shows_no_traceback(tmp_path):
+    """Two visitors open Home on a server that has just started, and the first reloads at once.
+
+    Each page run of a cold server imports pandas on first use (Streamlit does, for a chart's
+    data), while plotly reads ``sys.modules["pandas"]`` without importing it: a second session
+    building its figures meanwhile got the half-imported module (``AttributeError: partially
+    initialized module 'pandas' has no attribute 'Series'``) in place of its heatmap.
+    """
+    with browser_page() as first:
+        for start in range(COLD_STARTS):
+            with app_server(tmp_path / f"runs-{start}") as url:
+                second = first.context.new_page()
+                for page in (first, second):
+                    page.goto(url, wait_until="commit")
+                first.get_by_test_id("stMain").get_by_text("Prediction:").wait_for()  # its run is drawing the charts
+                first.reload(wait_until="commit")
+                for page in (first, second):
+                    main = page.get_by_test_id("stMain")
+                    heatmap = main.locator("g.ytick text", has_text="food").first
+                    error = main.get_by_test_id("stException")
+                    heatmap.or_(error).first.wait_for()
+                    assert not error.count(), f"cold start {start + 1}: {error.first.inner_text()}"
+                    assert heatmap.is_visible()
+                second.close()
+
+
 PAGES = ["Train", "Inspect", "Self_attention", "Cross_attention_and_masks", "Backpropagation", "Seed_experiment"]
 
 
