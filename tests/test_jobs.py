@@ -48,15 +48,15 @@ def test_job_trains_in_its_own_process_and_saves_its_run(tmp_path, built):
 
 
 def test_a_job_whose_trainer_cannot_be_built_says_why(tmp_path):
-    # Every word unknown and unknown words dropped: nothing to learn from, found while building.
+    # Every word unknown: nothing to learn from. The page checks a spec before it starts a job; a
+    # job started without that check fails in its process, with the reason, and saves nothing.
     spec = TrainerSpec(TINY, TrainConfig(epochs=1, batch_size=2, val_fraction=0.0, unknown="drop"),
                        dataset_from_lists(["qzxv wvvq", "xqqz zzvk"] * 2, ["a", "b"] * 2), load_embeddings())
-    spec.check()  # the settings themselves are fine: the server lets it start
     job = TrainingJob(spec, tmp_path, "nothing")
     job.start()
     job.join(60)
     assert job.done and job.state == "failed"
-    assert job.message.startswith("Cannot start: no training row has a word the embedding table knows")
+    assert job.message.startswith("Cannot start: ") and "word" in job.message and "Error" not in job.message
     assert list(tmp_path.iterdir()) == []
 
 
@@ -234,3 +234,21 @@ def test_a_sequence_nobody_asks_after_starts_nothing_more(tmp_path):
     seq.orphan_after = 0.0  # the sequence itself: no heartbeat is ever recent enough
     assert seq.join(60)
     assert list(seq.jobs) == ["a"] and seq.jobs["a"].state == "finished" and seq.queued == []
+
+
+def test_a_stopped_job_shows_how_far_it_got_not_a_full_bar(tmp_path):
+    job = make_job(tmp_path, epochs=100_000)
+    job.start()
+    while len(job.snapshot().epoch_records) < 2:
+        job.join(0.05)
+    job.stop()
+    job.join(60)
+    snap = job.snapshot()
+    assert snap.done and snap.state == "stopped"
+    trained = len(snap.epoch_records)
+    assert (trained - 1) / 100_000 <= snap.progress <= trained / 100_000  # where it stopped, not 100 %
+    assert job.brief() == ("stopped", snap.epoch, 100_000, snap.progress)
+    # Only a job that trained every epoch fills the bar; one ended early by its time budget or a divergence does not.
+    assert jobs._fraction_done(3, 2, 4, 10, "finished") == 1.0
+    for state in ("stopped", "time budget", "diverged", "failed"):
+        assert jobs._fraction_done(3, 2, 4, 10, state) == pytest.approx(0.25)

@@ -184,12 +184,16 @@ class JobSnapshot:
 
     @property
     def progress(self) -> float:
-        return _fraction_done(self.epoch, self.step_in_epoch, self.steps_per_epoch, self.epochs, self.done)
+        return _fraction_done(self.epoch, self.step_in_epoch, self.steps_per_epoch, self.epochs, self.state)
 
 
-def _fraction_done(epoch: int, step_in_epoch: int, steps_per_epoch: int, epochs: int, done: bool) -> float:
-    """How far a job is, 0 … 1, from the epoch it is in and its step in that epoch."""
-    if done:
+def _fraction_done(epoch: int, step_in_epoch: int, steps_per_epoch: int, epochs: int, state: str) -> float:
+    """How far a job is, 0 … 1, from the epoch it is in and its step in that epoch.
+
+    Full only for a job that trained all its epochs: one stopped (by the learner, its time
+    budget, a divergence) stays where it stopped.
+    """
+    if state == "finished":
         return 1.0
     if epochs == 0:
         return 0.0
@@ -285,6 +289,11 @@ class TrainingJob:
     def wait_until_paused(self, timeout: float | None = None) -> bool:
         """Block until the process reports it has stopped stepping after :meth:`pause`."""
         return self._idle.wait(timeout)
+
+    def run_renamed(self, path: Path) -> None:
+        """The run this job saved now lives at ``path`` (renamed from the runs list)."""
+        with self._lock:
+            self.run_path = path
 
     def join(self, timeout: float | None = None) -> None:
         if self._reader is not None:
@@ -385,8 +394,9 @@ class TrainingJob:
         """(state, epoch, epochs, fraction done): a one-line status, without copying the history."""
         with self._lock:
             epochs = self.train_config.epochs
-            fraction = _fraction_done(self._epoch, self._step_in_epoch, self._steps_per_epoch, epochs, self.done)
-            return self._state(), self._epoch, epochs, fraction
+            state = self._state()
+            fraction = _fraction_done(self._epoch, self._step_in_epoch, self._steps_per_epoch, epochs, state)
+            return state, self._epoch, epochs, fraction
 
     def snapshot(self) -> JobSnapshot:
         """A consistent copy of the job's progress, for drawing."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import shutil
+import math
 from pathlib import Path
 
 import numpy as np
@@ -12,11 +12,13 @@ import streamlit as st
 
 from attention_core import Run, TextDataset, load_run
 from attention_core.errors import InputError
-from attention_core.runs import list_runs, run_from_zip, run_to_zip, safe_name
-from attention_core.training import metrics_from_probabilities
+from attention_core.runs import delete_run, list_runs, rename_run, run_from_zip, run_to_zip, safe_name
+from attention_core.training import History, metrics_from_probabilities
 from ui import figures
 from ui.jobs import JobSnapshot
 from ui.live_chart import live_plotly_chart
+
+HOME_URL_PATH = "home"  # the url_path app.py's router gives its Home page (tests/test_navigation.py follows it)
 
 
 def data_report(dataset: TextDataset, preview: pd.DataFrame, max_tokens: int) -> None:
@@ -74,32 +76,103 @@ def probe_heatmap(snap: JobSnapshot, key: str = "train") -> None:
     live_plotly_chart(cached[1], height=cached[2], key=f"{key}_live_probe_chart")  # redrawn when the JSON changes
 
 
+def kept_epoch(history: History) -> int | None:
+    """The epoch whose weights a run keeps: the one with the lowest validation loss; for a run
+    without validation rows, the last one (``Trainer.run`` goes back to the best epoch only by
+    validation loss). None for a run with no complete epoch."""
+    if not history.epochs:
+        return None
+    if history.best_epoch is not None and history.epochs[-1].val_loss is not None:
+        return history.best_epoch
+    return history.epochs[-1].epoch
+
+
+def kept_model(history: History, planned_epochs: int) -> str:
+    """Which epoch's model a run keeps, in words: "epoch 3 of 10", "epoch 230 of 237 (300 planned)"."""
+    trained = len(history.epochs)
+    planned = f" ({planned_epochs} planned)" if trained < planned_epochs else ""
+    return f"epoch {kept_epoch(history)} of {trained}{planned}"
+
+
+Z_95 = 1.959963984540054  # the standard normal's 97.5 % quantile: two-sided 95 %
+
+
+def wilson_interval(correct: int, n: int, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval (95 % by default) for an accuracy of ``correct`` out of ``n``.
+
+    Wilson's rather than the textbook p ± z·√(p(1-p)/n): that one collapses to a width of 0 at
+    12 of 12 right and leaves [0, 1] near the ends, while Wilson's stays inside [0, 1] and keeps
+    close to its promised 95 % coverage even for a dozen rows (Brown, Cai & DasGupta 2001).
+
+    Example:
+        >>> [round(x, 3) for x in wilson_interval(10, 12)]
+        [0.552, 0.953]
+    """
+    if n <= 0:
+        raise ValueError(f"an interval needs at least one row, got n = {n}")
+    if not 0 <= correct <= n:
+        raise ValueError(f"correct must be between 0 and n = {n}, got {correct}")
+    p, z2 = correct / n, z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    # At 0 or n right the bound is exactly 0 or 1 (the formula gets there up to rounding).
+    return (0.0 if correct == 0 else centre - half), (1.0 if correct == n else centre + half)
+
+
+def accuracy_note(correct: int, n: int) -> str:
+    """How far a validation accuracy can be trusted: its 95 % interval, and for few rows, what one row weighs."""
+    low, high = wilson_interval(correct, n)
+    note = f"95% interval for this accuracy: {low:.0%}–{high:.0%} over {n:,} validation row{'s' * (n != 1)} (Wilson)."
+    if n < 100:
+        note += (f" Few rows: one sentence more or less right moves it by {100 / n:.1f} points, so a difference of a "
+                 "few points between two runs may be chance.")
+    return note
+
+
 def results(run: Run, run_path: Path | None, probs: np.ndarray | None = None) -> None:
-    """Metrics, confusion, per-class scores and misclassified rows of a run's validation share.
+    """Metrics, confusion, per-class scores and misclassified rows of a run's validation share,
+    all of the model the run keeps (which epoch that is, is said).
 
     ``probs``: the run's predictions for those rows, if made already (a job makes them in its
     own process); otherwise they are made here.
     """
     texts, labels = run.validation
+    kept = kept_model(run.history, run.train_config.epochs)
     if texts:
         if probs is None or len(probs) != len(texts):
             probs = run.predict_proba(texts)  # one batched pass
         m = metrics_from_probabilities(probs, labels, run.label_names)
         c1, c2, c3 = st.columns(3)
-        c1.metric("Validation accuracy", f"{m.accuracy:.1%}")
+        c1.metric("Validation accuracy", f"{m.accuracy:.1%}", help=f"Of the kept model ({kept}).")
         c2.metric("Macro F1", f"{m.macro_f1:.3f}")
         c3.metric("Validation rows", m.n)
+        st.caption(f"**Kept model: {kept}**, the one with the lowest validation loss; the figures below are its "
+                   "own. " + (accuracy_note(int(np.trace(np.asarray(m.confusion))), m.n) if m.n else ""))
         a, b = st.columns(2)
         a.plotly_chart(figures.confusion_heatmap(m.confusion, m.labels), key="train_confusion")
         b.dataframe(pd.DataFrame({"class": m.labels, "precision": m.precision, "recall": m.recall, "f1": m.f1,
                                   "support": m.support}).round(3), hide_index=True)
         _misclassified(run, texts, labels, probs)
     else:
-        st.info("This run had no validation share, so there are no validation metrics.")
-    if run_path is not None:
+        st.info(f"This run had no validation share, so there are no validation metrics. Kept model: {kept}, the "
+                "last one (without validation rows there is no best epoch to go back to).")
+    if run_path is not None and run_path.is_dir():  # (not deleted since from the runs list)
         # Zipped when clicked (~50 ms and 1.3 MB for the default model), not on every redraw of the page.
         st.download_button("⬇ Download run (.zip: model, config, history)", lambda: run_to_zip(run_path),
                            file_name=f"{run_path.name}.zip", mime="application/zip", key="train_download")
+
+
+def ending(snap: JobSnapshot, time_budget: float | None) -> str:
+    """How a job that was not an error ended, in a sentence: how many epochs, and where its run is."""
+    trained, planned = len(snap.epoch_records), snap.epochs
+    epochs = f"{trained} of {planned} epochs" if trained < planned else f"all {planned} epoch{'s' * (planned != 1)}"
+    how = {"stopped": f"Training stopped after {epochs}.",
+           "time budget": f"Training reached its time budget of {time_budget or 0:g} s after {epochs}."}
+    sentence = how.get(snap.state, f"Training finished: {epochs}.")
+    if snap.run_path is None:
+        return sentence.replace(f"after {epochs}", "before its first epoch ended") + " There is nothing to save."
+    gone = "" if snap.run_path.is_dir() else " (deleted since)"
+    return f"{sentence} Saved as run `{snap.run_path.name}`{gone}."
 
 
 def _misclassified(run: Run, texts, labels, probs: np.ndarray) -> None:
@@ -137,59 +210,81 @@ def _run_row(path: Path) -> dict:
 def _read_run_row(path: str, stamp: tuple) -> dict:
     """``stamp``: the files' modification times, so an edited run is read again. A history holds
     every step's loss and the probe sentences' attention (~0.5 MB): parsing each on every redraw
-    of the page cost ~5 ms per saved run."""
+    of the page cost ~5 ms per saved run.
+
+    The accuracy is the kept model's (the one the run's results show), not the last epoch's.
+    """
     p = Path(path)
     try:
         cfg = json.loads((p / "config.json").read_text())
-        hist = json.loads((p / "history.json").read_text())
-        last = hist["epochs"][-1] if hist.get("epochs") else {}
-        return {"run": p.name, "created": cfg.get("created", "")[:16].replace("T", " "), "status": hist.get("status"),
-                "epochs": len(hist.get("epochs", [])), "val accuracy": last.get("val_accuracy"),
+        history = History.from_dict(json.loads((p / "history.json").read_text()))
+        kept = kept_epoch(history)
+        record = next((e for e in history.epochs if e.epoch == kept), None)
+        accuracy = record.val_accuracy if record is not None else None
+        planned = int(cfg.get("train", {}).get("epochs", len(history.epochs)))
+        trained = len(history.epochs)
+        return {"run": p.name, "created": cfg.get("created", "")[:16].replace("T", " "), "status": history.status,
+                "epochs": f"{trained} of {planned}" if trained < planned else f"{trained}",
+                "kept model": f"epoch {kept}" if kept is not None else "–",
+                "val accuracy (kept model)": f"{accuracy:.1%}" if accuracy is not None else "no validation",
                 "layers×heads": f"{cfg['model']['n_layers']}×{cfg['model']['n_heads']}"}
-    except (OSError, KeyError, ValueError):
+    except (OSError, KeyError, TypeError, ValueError):
         return {"run": p.name, "status": "unreadable"}
 
 
+def home_page() -> st.Page:
+    """The router's Home page (``app.py``), for ``st.switch_page``: Home is a function page there,
+    which Streamlit finds by its ``url_path`` ("home"), not by a file name."""
+    return st.Page(lambda: None, title="Home", url_path=HOME_URL_PATH, default=True)
+
+
 def runs_manager(runs_dir: Path) -> None:
-    paths = list_runs(runs_dir)
+    """The saved runs: a table, and upload, open, rename, delete, compare.
+
+    Every change to a run folder goes through ``attention_core.runs`` (which refuses names such
+    as ``../x``, a name taken, a zip with links or ``..`` entries, and removes only a run's own
+    files); what it refuses is shown as an error, and nothing is changed then.
+    """
     st.caption(f"Runs are saved in `{runs_dir}` (set `ATTENTION_PLAYGROUND_RUNS` to change it).")
     upload = st.file_uploader("Upload a run (.zip from 'Download run')", type=["zip"], key="train_run_upload")
     if upload is not None and st.session_state.get("train_run_uploaded") != upload.file_id:
+        st.session_state["train_run_uploaded"] = upload.file_id  # handled once, whatever the outcome
+        wanted = safe_name(Path(upload.name).stem)
         try:
-            target = run_from_zip(upload.getvalue(), runs_dir, Path(upload.name).stem)
-            st.success(f"Uploaded run {target.name!r}.")
-            paths = list_runs(runs_dir)
+            target = run_from_zip(upload.getvalue(), runs_dir, wanted)
         except InputError as err:
-            st.error(f"{err}")
-        st.session_state["train_run_uploaded"] = upload.file_id
+            st.error(f"Cannot upload {upload.name}: {err}")
+        else:
+            taken = f" (a run named {wanted!r} exists already)" if target.name != wanted else ""
+            st.success(f"Uploaded run {target.name!r}{taken}.")
+            st.session_state["train_manage_pick"] = target.name  # (drawn below: it may still be set)
+    if message := st.session_state.pop("train_runs_message", None):
+        kind, text = message
+        (st.error if kind == "error" else st.success)(text)
+    paths = list_runs(runs_dir)
     if not paths:
         st.info("No saved runs yet: train one above.")
         return
     st.dataframe(pd.DataFrame([_run_row(p) for p in paths]), hide_index=True)
     names = [p.name for p in paths]
+    compared = st.session_state.get("train_compare", [])
+    if any(n not in names for n in compared):  # a run renamed or deleted since is no longer a choice
+        st.session_state["train_compare"] = [n for n in compared if n in names]
     c1, c2 = st.columns(2)
     with c1:
         name = st.selectbox("Run", names, key="train_manage_pick")
-        a, b, c = st.columns(3)
-        if a.button("Open on Home", key="train_open"):
+        a, b = st.columns(2)
+        if a.button("Open on Home", key="train_open", use_container_width=True):
             st.session_state["active_run"] = name
-            st.switch_page("app.py")
-        new = b.text_input("Rename to", key="train_rename_to", label_visibility="collapsed", placeholder="new name")
-        if b.button("Rename", key="train_rename") and new.strip():
-            target = runs_dir / safe_name(new)
-            if target.exists():
-                st.error(f"A run named {target.name!r} exists already — pick another name.")
-            else:
-                (runs_dir / name).rename(target)
-                st.rerun()
-        if c.button("Delete", key="train_delete", type="secondary"):
-            st.session_state["train_confirm_delete"] = name
+            st.switch_page(home_page())
+        if b.button("Delete", key="train_delete", use_container_width=True):
+            st.session_state["train_confirm_delete"] = name  # asked below, before anything is deleted
+        r1, r2 = st.columns([3, 1], vertical_alignment="bottom")
+        r1.text_input("Rename to", key="train_rename_to", placeholder="new name: letters, digits, - _ .")
+        r2.button("Rename", key="train_rename", on_click=_rename, args=(runs_dir, name), use_container_width=True)
         if st.session_state.get("train_confirm_delete") == name:
             st.warning(f"Delete run {name!r} for good?")
-            if st.button("Yes, delete it", key="train_delete_yes"):
-                shutil.rmtree(runs_dir / name, ignore_errors=True)
-                st.session_state.pop("train_confirm_delete")
-                st.rerun()
+            st.button("Yes, delete it", key="train_delete_yes", on_click=_delete, args=(runs_dir, name))
     with c2:
         both = st.multiselect("Compare two runs", names, max_selections=2, key="train_compare")
         if len(both) == 2:
@@ -198,3 +293,32 @@ def runs_manager(runs_dir: Path) -> None:
                 st.plotly_chart(figures.compare_curves(curves), key="train_compare_chart")
             except InputError as err:
                 st.error(f"{err}")
+
+
+def _rename(runs_dir: Path, old: str) -> None:
+    """Rename's callback (run before the page, so the picker can follow the new name)."""
+    new = st.session_state.get("train_rename_to", "").strip()
+    try:
+        target = rename_run(runs_dir, old, new)
+    except InputError as err:
+        st.session_state["train_runs_message"] = ("error", f"Cannot rename {old!r}: {err}")
+        return
+    st.session_state["train_manage_pick"] = target.name
+    st.session_state["train_rename_to"] = ""
+    job = st.session_state.get("train_job")  # the run just trained: its results and download follow it
+    if job is not None and job.done and job.run_path and job.run_path.resolve() == (runs_dir / old).resolve():
+        job.run_renamed(target)
+    if st.session_state.get("active_run") == old:  # the model picker of every page follows it
+        st.session_state["active_run"] = target.name
+    st.session_state["train_runs_message"] = ("success", f"Renamed {old!r} to {target.name!r}.")
+
+
+def _delete(runs_dir: Path, name: str) -> None:
+    st.session_state.pop("train_confirm_delete", None)
+    try:
+        delete_run(runs_dir, name)
+    except InputError as err:
+        st.session_state["train_runs_message"] = ("error", f"Cannot delete {name!r}: {err}")
+        return
+    st.session_state.pop("train_manage_pick", None)
+    st.session_state["train_runs_message"] = ("success", f"Deleted run {name!r}.")

@@ -1,0 +1,259 @@
+"""The Train page as a learner meets it: which model a run keeps and how sure its accuracy is,
+how a stopped training reads, the model picker after training, and the runs list (upload,
+rename, delete through attention_core.runs, with errors shown and nothing lost)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, save_run
+from attention_core.runs import run_to_zip
+from ui.train_views import kept_epoch, wilson_interval
+
+TIMEOUT = 90
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLED = ROOT / "data" / "default_run"  # 10 epochs; the lowest validation loss at epoch 3 (85.5 %), the last 86.2 %
+
+
+@pytest.fixture(autouse=True)
+def runs_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(tmp_path / "runs"))
+    (tmp_path / "runs").mkdir()
+    return tmp_path / "runs"
+
+
+def train_page() -> AppTest:
+    return AppTest.from_file(str(ROOT / "pages" / "1_Train.py"), default_timeout=TIMEOUT).run()
+
+
+def runs_list(at: AppTest) -> dict[str, dict]:
+    table = next(d.value for d in at.dataframe if "run" in d.value.columns)
+    return {row["run"]: row for row in table.to_dict("records")}
+
+
+def results_of(path: Path) -> AppTest:
+    """The Train page's results section for the saved run at ``path``, drawn alone."""
+
+    def script(path: str) -> None:
+        from attention_core import load_run
+        from ui import train_views
+
+        train_views.results(load_run(path), None)
+
+    return AppTest.from_function(script, args=(str(path),), default_timeout=TIMEOUT).run()
+
+
+# -- which model a run keeps, and one figure per meaning ---------------------------------------------
+def test_results_and_runs_list_give_the_kept_models_accuracy_and_say_which_epoch(runs_dir):
+    at = results_of(BUNDLED)
+    assert not at.exception
+    assert {m.label: m.value for m in at.metric}["Validation accuracy"] == "85.5%"
+    caption = next(c.value for c in at.caption if "Kept model" in c.value)
+    assert "**Kept model: epoch 3 of 10**" in caption and "lowest validation loss" in caption
+
+    shutil.copytree(BUNDLED, runs_dir / "bundled-copy")
+    row = runs_list(train_page())["bundled-copy"]
+    assert row["val accuracy (kept model)"] == "85.5%"  # the results' figure, not the last epoch's 86.2 %
+    assert row["kept model"] == "epoch 3" and row["epochs"] == "10"
+
+
+def tiny_run(path: Path, *, val_fraction: float, epochs: int = 3, planned: int | None = None) -> Run:
+    """A run of the tiny set saved at ``path``; ``planned``: the epochs its config asked for (a stopped run)."""
+    texts = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"] * 4
+    labels = ["pos", "pos", "pos", "neg", "neg", "neg"] * 4
+    result = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32), TrainConfig(
+        epochs=epochs, batch_size=4, val_fraction=val_fraction), dataset_from_lists(texts, labels), load_embeddings()).run()
+    run = Run.from_result(result, name=path.name)
+    save_run(run, path)
+    if planned:
+        cfg = json.loads((path / "config.json").read_text())
+        cfg["train"]["epochs"] = planned
+        (path / "config.json").write_text(json.dumps(cfg))
+    return run
+
+
+def test_a_run_without_validation_says_so_and_keeps_its_last_epoch(runs_dir):
+    run = tiny_run(runs_dir / "no-val", val_fraction=0.0, epochs=3, planned=300)
+    assert kept_epoch(run.history) == 3  # no validation: the trainer keeps the last weights, whatever best_epoch says
+    row = runs_list(train_page())["no-val"]
+    assert row["val accuracy (kept model)"] == "no validation"  # was None
+    assert row["epochs"] == "3 of 300" and row["kept model"] == "epoch 3"
+    at = results_of(runs_dir / "no-val")
+    assert not at.exception
+    assert "no validation share" in at.info[0].value and "Kept model: epoch 3 of 3 (300 planned)" in at.info[0].value
+
+
+# -- how sure the accuracy is ----------------------------------------------------------------------
+# Wilson intervals published in Newcombe (1998), "Two-sided confidence intervals for the single
+# proportion", Statistics in Medicine 17:857-872, table I (method 3).
+NEWCOMBE = [((81, 263), (0.2553, 0.3662)), ((15, 148), (0.0624, 0.1605)), ((0, 20), (0.0, 0.1611)),
+            ((1, 29), (0.0061, 0.1718))]
+
+
+@pytest.mark.parametrize(("counts", "expected"), NEWCOMBE)
+def test_wilson_interval_matches_the_published_values(counts, expected):
+    assert wilson_interval(*counts) == pytest.approx(expected, abs=6e-5)
+
+
+def test_wilson_interval_agrees_with_scipy_and_stays_in_range():
+    stats = pytest.importorskip("scipy.stats")
+    for correct, n in [(10, 12), (12, 12), (0, 12), (513, 600), (1, 1), (7, 39)]:
+        ci = stats.binomtest(correct, n).proportion_ci(confidence_level=0.95, method="wilson")
+        low, high = wilson_interval(correct, n)
+        assert (low, high) == pytest.approx((ci.low, ci.high), abs=1e-12)
+        assert 0 <= low <= correct / n <= high <= 1
+    assert wilson_interval(12, 12)[0] < 1  # the textbook interval would be [1, 1]: all right, no doubt at all
+    with pytest.raises(ValueError, match="n = 0"):
+        wilson_interval(0, 0)
+
+
+def test_a_small_validation_set_shows_how_noisy_its_accuracy_is(runs_dir):
+    run = tiny_run(runs_dir / "small-val", val_fraction=0.5, epochs=2)  # 12 validation rows
+    n = len(run.validation[0])
+    at = results_of(runs_dir / "small-val")
+    assert not at.exception
+    accuracy = float({m.label: m.value for m in at.metric}["Validation accuracy"].rstrip("%")) / 100
+    low, high = wilson_interval(round(accuracy * n), n)
+    caption = next(c.value for c in at.caption if "Kept model" in c.value)
+    assert f"95% interval for this accuracy: {low:.0%}–{high:.0%} over {n} validation rows" in caption
+    assert f"moves it by {100 / n:.1f} points" in caption
+    big = next(c.value for c in results_of(BUNDLED).caption if "Kept model" in c.value)
+    assert "over 600 validation rows" in big and "Few rows" not in big
+
+
+# -- a training stopped midway, and the model picker after it ------------------------------------------
+def start_small_training(at: AppTest, epochs: int, name: str) -> None:
+    at.radio(key="train_source").set_value(at.radio(key="train_source").options[1]).run()  # small.csv
+    at.radio(key="train_preset").set_value("Custom").run()
+    at.number_input(key="train_default_c_epochs").set_value(epochs)
+    at.number_input(key="train_default_c_layers").set_value(1)
+    at.number_input(key="train_default_c_snaps").set_value(0)
+    at.text_input(key="train_default_c_name_small.csv").set_value(name)
+    at.button[0].click().run()  # the form's Start button
+    assert not at.exception
+
+
+def test_a_training_stopped_midway_reads_well_and_its_bar_stays_where_it_stopped(runs_dir):
+    at = train_page()
+    start_small_training(at, 5000, "stopped midway")
+    job = at.session_state["train_job"]
+    while len(job.snapshot().epoch_records) < 3:
+        job.join(0.05)
+    at.button(key="train_stop").click().run()
+    job.join(120)
+    at.run()
+    assert not at.exception
+    trained = len(job.snapshot().epoch_records)
+    assert [s.value for s in at.success] == [f"Training stopped after {trained} of 5000 epochs. Saved as run "
+                                             "`stopped-midway`."]  # was: "Training stopped. stopped by the user …"
+    bar = at.get("progress")[0].proto
+    assert bar.value < 100 and bar.text.startswith(f"stopped · epoch {trained}/5000")  # was a full bar
+
+    # Renamed from the runs list: the results say where the run is now, and download it from there.
+    at.text_input(key="train_rename_to").input("renamed").run()
+    at.button(key="train_rename").click().run()
+    assert not at.exception
+    assert at.success[0].value.endswith("Saved as run `renamed`.")
+    assert at.get("download_button")[0].proto.label.startswith("⬇ Download run")
+    at.selectbox(key="train_manage_pick").set_value("renamed").run()
+    at.button(key="train_delete").click().run()
+    at.button(key="train_delete_yes").click().run()
+    assert not at.exception
+    assert at.success[0].value.endswith("Saved as run `renamed` (deleted since).") and not at.get("download_button")
+
+
+def test_after_training_the_model_picker_opens_the_new_run_once(runs_dir):
+    shutil.copytree(BUNDLED, runs_dir / "older")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.session_state["active_run"] = "older"  # the model the learner had picked before
+    at.run()
+    assert at.selectbox(key="home_run").value == "older"
+    at.switch_page("pages/1_Train.py").run()
+    start_small_training(at, 2, "fresh")
+    at.session_state["train_job"].join(120)
+    at.run()
+    at.switch_page("app.py").run()
+    assert not at.exception
+    assert at.selectbox(key="home_run").value == "fresh"  # was: still "older"
+    at.selectbox(key="home_run").set_value("older").run()  # the learner's own choice afterwards stands
+    at.switch_page("pages/1_Train.py").run()
+    at.switch_page("app.py").run()
+    assert at.selectbox(key="home_run").value == "older"
+
+
+# -- the runs list: every change through attention_core.runs, errors shown, nothing lost ---------------
+def folder_state(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_rename_refuses_unsafe_and_taken_names_and_loses_nothing(runs_dir, tmp_path):
+    for name in ("first", "second"):
+        shutil.copytree(BUNDLED, runs_dir / name)
+    (tmp_path / "x").mkdir()
+    before = folder_state(tmp_path)
+    at = train_page()
+    at.selectbox(key="train_manage_pick").set_value("first").run()
+    for bad, message in [("../x", "cannot name a run"), ("a/b", "cannot name a run"), ("second", "exists already"),
+                         ("", "needs a name"), ("x" * 81, "at most 80")]:
+        at.text_input(key="train_rename_to").input(bad).run()
+        at.button(key="train_rename").click().run()
+        assert not at.exception
+        assert at.error and at.error[0].value.startswith("Cannot rename 'first': ") and message in at.error[0].value, \
+            (bad, [e.value for e in at.error])
+        assert folder_state(tmp_path) == before  # nothing moved, inside the runs folder or beside it
+    at.text_input(key="train_rename_to").input("better-name").run()
+    at.button(key="train_rename").click().run()
+    assert not at.exception and not at.error
+    assert set(runs_list(at)) == {"better-name", "second"}
+    assert at.selectbox(key="train_manage_pick").value == "better-name"
+    assert json.loads((runs_dir / "better-name" / "config.json").read_text())["name"] == "better-name"
+    assert any("Renamed 'first' to 'better-name'" in s.value for s in at.success)
+
+
+def test_delete_removes_a_run_but_refuses_a_folder_holding_a_users_file(runs_dir):
+    for name in ("plain", "with-notes"):
+        shutil.copytree(BUNDLED, runs_dir / name)
+    (runs_dir / "with-notes" / "my notes.txt").write_text("keep me")
+    at = train_page()
+    at.selectbox(key="train_manage_pick").set_value("with-notes").run()
+    at.button(key="train_delete").click().run()
+    at.button(key="train_delete_yes").click().run()
+    assert not at.exception
+    assert at.error[0].value.startswith("Cannot delete 'with-notes': ") and "my notes.txt" in at.error[0].value
+    assert (runs_dir / "with-notes" / "my notes.txt").read_text() == "keep me"
+    assert (runs_dir / "with-notes" / "model.safetensors").is_file()
+    at.selectbox(key="train_manage_pick").set_value("plain").run()
+    at.button(key="train_delete").click().run()
+    assert (runs_dir / "plain").is_dir()  # not before it is confirmed
+    at.button(key="train_delete_yes").click().run()
+    assert not at.exception and not (runs_dir / "plain").exists()
+    assert set(runs_list(at)) == {"with-notes"}
+
+
+def test_an_uploaded_run_whose_name_exists_gets_a_new_one_and_a_bad_zip_is_refused(runs_dir, tmp_path):
+    shutil.copytree(BUNDLED, runs_dir / "mine")
+    before = folder_state(runs_dir)
+    at = train_page()
+    at.file_uploader(key="train_run_upload").upload("mine.zip", run_to_zip(BUNDLED), "application/zip").run()
+    assert not at.exception and not at.error  # was: "a run named 'mine' already exists"
+    assert "Uploaded run 'mine-2' (a run named 'mine' exists already)." in [s.value for s in at.success]
+    assert set(runs_list(at)) == {"mine", "mine-2"} and at.selectbox(key="train_manage_pick").value == "mine-2"
+    assert {k: v for k, v in folder_state(runs_dir).items() if k.startswith("mine/")} == before  # the first untouched
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        with zipfile.ZipFile(io.BytesIO(run_to_zip(BUNDLED))) as good:
+            for name in good.namelist():
+                zf.writestr(name, good.read(name))
+        zf.writestr("../outside.txt", b"escaped")
+    at.file_uploader(key="train_run_upload").upload("evil.zip", buf.getvalue(), "application/zip").run()
+    assert not at.exception
+    assert at.error[0].value.startswith("Cannot upload evil.zip: the archive has an entry outside its own folder")
+    assert not (runs_dir.parent / "outside.txt").exists() and set(runs_list(at)) == {"mine", "mine-2"}
