@@ -23,6 +23,19 @@ PAD, UNK = 0, 1
 UNKNOWN_MODES = ("drop", "unk")
 
 
+def check_sentence(text: str, what: str = "the sentence") -> None:
+    """Raise :class:`EmbeddingError` for an empty or whitespace-only sentence (before anything looks its words up).
+
+    Example:
+        >>> check_sentence("   ")
+        Traceback (most recent call last):
+        ...
+        attention_core.errors.EmbeddingError: the sentence is empty — type a sentence, e.g. 'the food was good'
+    """
+    if not text.strip():
+        raise EmbeddingError(f"{what} is empty", "type a sentence, e.g. 'the food was good'")
+
+
 @dataclass(frozen=True)
 class Encoded:
     """One sentence as the model sees it, and what happened on the way."""
@@ -126,7 +139,8 @@ class TextEncoder:
         return Encoded(text, tuple(kept), tuple(ids), tuple(unknown), n_tokens, truncated, tuple(extra))
 
     def encode_for_model(self, text: str) -> tuple[Encoded, Batch]:
-        """Encode one sentence into a batch of one; error if no word is known."""
+        """Encode one sentence into a batch of one; error if it is empty or no word is known."""
+        check_sentence(text)
         enc = self.encode(text)
         if not enc.ids or all(i == UNK for i in enc.ids):
             shown = text if len(text) < 60 else text[:57] + "…"

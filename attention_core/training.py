@@ -20,16 +20,18 @@ import torch
 import torch.nn.functional as F
 
 from attention_core.backprop import SeedKernel, seed_fast_path_applies
-from attention_core.data import TextDataset
+from attention_core.data import TextDataset, check_known_words
 from attention_core.embeddings import Embeddings, load_embeddings
 from attention_core.encoding import UNK, TextEncoder
 from attention_core.errors import ConfigError, DataError, EmbeddingError
 from attention_core.metrics import classification_metrics
 from attention_core.model import AttentionClassifier, ModelConfig, with_data
+from attention_core.text import TOKENIZERS
 
 OPTIMIZERS = ("adamw", "adam", "sgd")
 MAX_PROBE_RECORDS = 100  # attention snapshots per probe sentence kept in the history
 MAX_SNAPSHOTS = 50  # weight snapshots a run may keep (each ~0.65 MB for the default model)
+CHECK_ROWS = 5_000  # rows check_settings tokenizes to see how much text the word vectors know (~0.1 s)
 
 
 @dataclass(frozen=True)
@@ -219,16 +221,33 @@ def _snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
+def training_vectors(embeddings: Embeddings, train_config: TrainConfig) -> Embeddings:
+    """The word vectors training reads: the config's vocabulary limit decides, not the caller's table."""
+    if train_config.vocab_limit != embeddings.source.limit:
+        return load_embeddings(replace(embeddings.source, limit=train_config.vocab_limit))
+    return embeddings
+
+
 def check_settings(model_config: ModelConfig, train_config: TrainConfig, dataset: TextDataset,
                    embeddings: Embeddings) -> None:
-    """Raise the :class:`ConfigError` that ``Trainer(...)`` would for this combination, without its work.
+    """Raise the :class:`~attention_core.errors.InputError` that ``Trainer(...)`` would for this combination,
+    before its work.
 
-    Cheap (no tokenizing, no model): the app checks a Start here and builds the trainer in the
-    training process.
+    A bad setting is a :class:`ConfigError`; a text column that the word vectors training reads (with
+    the config's vocabulary limit and tokenizer) almost cannot is a :class:`DataError`
+    (:func:`~attention_core.data.check_known_words`, on at most :data:`CHECK_ROWS` rows spread over the
+    data). No model is made: the app checks a Start here and builds the trainer in the training process.
     """
     cfg = with_data(model_config, n_classes=len(dataset.label_names), vocab_size=1, embedding_dim=embeddings.dim)
     if cfg.positional in ("sinusoidal", "learned") and train_config.max_tokens > cfg.max_len:
         raise ConfigError(f"max_tokens = {train_config.max_tokens} exceeds the model's max_len", "lower max_tokens")
+    tokenize = TOKENIZERS.get(train_config.tokenizer)
+    if tokenize is None:
+        raise ConfigError(f"unknown tokenizer {train_config.tokenizer!r}", f"choose one of {', '.join(TOKENIZERS)}")
+    if dataset.texts:
+        rows = dataset.texts[:: max(1, len(dataset.texts) // CHECK_ROWS)]
+        vectors = training_vectors(embeddings, train_config)
+        check_known_words(rows, dataset.report.text_column, vectors.__contains__, tokenize)
 
 
 @dataclass(frozen=True)
@@ -246,7 +265,7 @@ class TrainerSpec:
     embeddings: Embeddings
 
     def check(self) -> None:
-        """Raise the configuration errors :meth:`build` would (see :func:`check_settings`)."""
+        """Raise the errors :meth:`build` would for the settings and the text (see :func:`check_settings`)."""
         check_settings(self.model_config, self.train_config, self.dataset, self.embeddings)
 
     def build(self) -> Trainer:
@@ -288,9 +307,8 @@ class Trainer:
     ) -> None:
         self.train_config = tc = train_config
         self.device = torch.device(device)
+        embeddings = training_vectors(embeddings, tc)
         check_settings(model_config, tc, dataset, embeddings)
-        if tc.vocab_limit != embeddings.source.limit:  # the config decides the vocabulary, not the caller's table
-            embeddings = load_embeddings(replace(embeddings.source, limit=tc.vocab_limit))
         self.train_set, self.val_set = dataset.split(tc.val_fraction, tc.seed)
         probes = list(tc.probes) or list(self.val_set.texts[:3] or self.train_set.texts[:3])
         self.encoder = TextEncoder.build(

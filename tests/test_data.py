@@ -17,14 +17,18 @@ from hypothesis import strategies as st
 from attention_core import data
 from attention_core.data import (
     MAX_CLASSES,
+    MIN_KNOWN_SHARE,
+    WARN_KNOWN_SHARE,
     DatasetReport,
     TextDataset,
     dataset_from_lists,
     detect_columns,
+    known_words,
     load_dataset,
     read_table,
 )
 from attention_core.errors import DataError
+from attention_core.text import tokenize
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 GOOD = b"text,label\nreally good film,pos\nawful plot,neg\nloved it,pos\nboring,neg\n"
@@ -352,6 +356,98 @@ def test_report_to_dict_and_summary() -> None:
     assert "mine.csv: 13 rows read, 12 kept (utf-8, comma-separated)" in summary
     assert "classes: neg 6, pos 6" in summary and "dropped: 1 empty text" in summary
     assert "unknown words: 25.0% of tokens" in summary
+
+
+# --- text the word vectors cannot read -----------------------------------------------------------
+
+VOCAB = {"the", "food", "was", "good", "bad", "really", "service", "great", "awful", "movie", "phone",
+         ",", ".", "!", "。", "12345"}
+KNOWN_WARNING = "the word vectors know only"
+ROWS_WARNING = "have no word that the word vectors know"
+
+
+def test_known_words_counts_letters_so_numbers_punctuation_and_skipped_scripts_do_not_pass() -> None:
+    texts = ["the food was good!", "12345 !!", "服务很慢，食物也是冷的。", "good 服务"]
+    k = known_words(texts, VOCAB.__contains__)
+    # Letters: 14 (all known), 0, 10 (the GloVe tokenizer keeps only "," and "。"), 4 of 6 known.
+    assert k.share == pytest.approx(18 / 30)
+    assert k.rows_without == (1, 2)
+    assert known_words(["12345", "!"], VOCAB.__contains__).share == 0.0  # no letters at all: nothing to read
+    # Tokens alone would call the Chinese row readable: every token it has is known.
+    assert all(t in VOCAB for t in tokenize(texts[2]))
+
+
+def reviews_with_ids() -> bytes:
+    rows = [("SKU-48213-XL", "the food was really good", "pos"), ("SKU-50132-M", "awful service", "neg"),
+            ("SKU-61077-S", "great phone", "pos"), ("SKU-70101-L", "bad movie", "neg")] * 3
+    return ("id,review,label\n" + "".join(f"{i}-{n},{t} {'!' * n},{y}\n" for n, (i, t, y) in enumerate(rows))).encode()
+
+
+def test_a_wrong_column_is_refused_naming_it_and_two_of_its_values(tmp_path: Path) -> None:
+    path = write(tmp_path, reviews_with_ids(), "shop.csv")
+    with pytest.raises(DataError) as err:
+        load_dataset(path, text_col="id", is_known=VOCAB.__contains__)
+    message = str(err.value)
+    assert message.startswith("column 'id' holds almost no words that the word vectors know (0.0% of its text; "
+                              "its values are like 'SKU-48213-XL-0', 'SKU-50132-M-1')")
+    assert message.endswith("— choose the column that holds the sentences, or for text in another language use word "
+                            "vectors for that language (command line: --text-col, --embeddings FILE)")
+    ds = load_dataset(path, is_known=VOCAB.__contains__)  # the detected column: the reviews, read in full
+    assert ds.report.text_column == "review" and ds.report.known_share == 1.0
+    assert ds.report.warnings == ()
+    assert load_dataset(path, text_col="id").report.known_share is None  # without word vectors: no check
+
+
+def test_text_in_another_script_is_refused() -> None:
+    rows = ["服务很慢，食物也是冷的。", "我很喜欢这部手机。", "产品到的时候坏了。", "性价比很高，推荐购买。"] * 2
+    with pytest.raises(DataError, match=r"column 'text' holds almost no words .* \(0\.0% of its text; its values "
+                                        r"are like '服务很慢，食物也是冷的。', '我很喜欢这部手机。'\)"):
+        dataset_from_lists(rows, ["pos", "neg"] * 4, is_known=VOCAB.__contains__)
+
+
+def rows_with_share(known: int, unknown: int, n: int = 10) -> list[str]:
+    """n different rows, each ``known`` letters of a known word and ``unknown`` letters of an unknown one."""
+    return ["k" * known + " " + c * unknown for c in "bcdefghijlmnopqrstuvwxyz"[:n]]
+
+
+def is_k(word: str) -> bool:
+    return word.startswith("k")
+
+
+@pytest.mark.parametrize(("known", "refused", "warned"), [
+    (5, True, None), (6, False, True), (69, False, True), (70, False, False), (100, False, False)])
+def test_thresholds_refuse_at_most_five_percent_known_and_warn_below_seventy(known, refused, warned) -> None:
+    assert (MIN_KNOWN_SHARE, WARN_KNOWN_SHARE) == (0.05, 0.70)
+    texts, labels = rows_with_share(known, 100 - known), ["pos", "neg"] * 5
+    if refused:
+        with pytest.raises(DataError, match=rf"almost no words .* \({known}\.0% of its text"):
+            dataset_from_lists(texts, labels, is_known=is_k)
+        return
+    report = dataset_from_lists(texts, labels, is_known=is_k).report
+    assert report.known_share == pytest.approx(known / 100)
+    found = [w for w in report.warnings if KNOWN_WARNING in w]
+    assert len(found) == warned
+    if warned:
+        assert found[0].startswith(f"the word vectors know only {known}% of the text in column 'text' (values like "
+                                   f"'{texts[0][:39]}…', '{texts[1][:39]}…'): the model cannot read the rest; is this "
+                                   "the text column, and is the text in the word vectors' language?")
+    assert f"warning: {KNOWN_WARNING} {known}%" in report.summary() if warned else KNOWN_WARNING not in report.summary()
+
+
+def test_many_rows_with_no_known_word_are_a_warning() -> None:
+    texts = [f"good food {i}" for i in range(18)] + ["服务很慢", "zzzz qqqq"]  # 2 of 20 rows: 10%
+    report = dataset_from_lists(texts, ["pos", "neg"] * 10, is_known=VOCAB.__contains__).report
+    assert report.known_share > WARN_KNOWN_SHARE
+    assert [w for w in report.warnings if ROWS_WARNING in w] == [
+        "2 rows (10%) have no word that the word vectors know, e.g. '服务很慢', 'zzzz qqqq'; they teach the model nothing"]
+    one = dataset_from_lists(texts[:18] + ["good", "zzzz qqqq"], ["pos", "neg"] * 10, is_known=VOCAB.__contains__)
+    assert not any(ROWS_WARNING in w for w in one.report.warnings)  # 1 of 20 (5%): not more than 5%
+
+
+def test_a_normal_csv_passes_silently_and_says_how_much_is_known() -> None:
+    ds = load_dataset(many(), is_known={"good", "bad", "movie", "number"}.__contains__)
+    assert ds.report.warnings == () and ds.report.known_share == 1.0  # the numbers are no words, known or not
+    assert "unknown words: 25.0% of tokens (100.0% of the text's letters are in known words)" in ds.report.summary()
 
 
 def test_docstring_examples() -> None:

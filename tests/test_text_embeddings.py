@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from attention_core import EmbeddingSource, TextEncoder, load_embeddings, tokenize
+from attention_core.data import known_words
 from attention_core.errors import EmbeddingError
 from attention_core.text import whitespace_tokenize
 
@@ -93,6 +94,39 @@ def test_encoder_unknown_modes_and_truncation():
     assert unk.encode("good xqzzy").ids[1] == 1
     with pytest.raises(EmbeddingError, match="none of the words"):
         unk.encode_for_model("xqzzy qqqzz")
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\t\n "])
+def test_an_empty_sentence_is_called_empty(text):
+    enc = TextEncoder.build(load_embeddings(), ["good movie"])
+    with pytest.raises(EmbeddingError) as err:
+        enc.encode_for_model(text)
+    assert str(err.value) == "the sentence is empty — type a sentence, e.g. 'the food was good'"
+
+
+FRENCH = ["Le service était très lent et la nourriture froide.", "J'adore ce téléphone, la batterie tient toute la "
+          "journée.", "Le produit est arrivé cassé, je suis vraiment déçu.", "Très bon rapport qualité-prix, je le "
+          "recommande.", "Le film était ennuyeux du début à la fin.", "Une expérience formidable, nous reviendrons."]
+CHINESE = ["服务很慢，食物也是冷的。", "我很喜欢这部手机，电池能用一整天。", "产品到的时候坏了，我非常失望。", "性价比很高，推荐购买。"]
+RUSSIAN = ["Еда была холодной, а обслуживание медленным.", "Я люблю этот телефон, батарея держит весь день."]
+IDS = [str(104_729 * i % 999_983 + 100_000) for i in range(1, 21)]
+ENGLISH = ["So there is no way for me to plug it in here in the US unless I go by a converter.",
+           "Good case, Excellent value.", "The food wasn't good... at ALL!", "Great for the jawbone."]
+
+
+@pytest.mark.parametrize(("texts", "low", "high"), [
+    (ENGLISH, 0.95, 1.0),  # real English: 98-100 % for every column measured
+    (FRENCH, 0.05, 0.70),  # European languages: in GloVe's Wikipedia in part, a warning
+    (CHINESE, 0.0, 0.0), (RUSSIAN, 0.0, 0.0), (IDS, 0.0, 0.0),  # nothing to read: refused
+])
+def test_how_much_glove_knows_of_english_another_language_and_ids(texts, low, high):
+    assert low <= known_words(texts, load_embeddings().__contains__).share <= high
+
+
+def test_known_tokens_would_not_tell_chinese_or_russian_apart():
+    # The GloVe tokenizer keeps only the punctuation of Chinese or Russian, and GloVe knows it.
+    tokens = [t for text in CHINESE + RUSSIAN for t in tokenize(text)]
+    assert tokens and all(t in load_embeddings() for t in tokens)
 
 
 def test_core_never_imports_streamlit():

@@ -9,8 +9,9 @@ from dataclasses import replace
 import pytest
 import torch
 
-from attention_core import ModelConfig, TrainConfig, Trainer, dataset_from_lists, load_embeddings, preset
+from attention_core import ModelConfig, TextDataset, TrainConfig, Trainer, dataset_from_lists, load_embeddings, preset
 from attention_core.errors import ConfigError, DataError
+from attention_core.training import TrainerSpec, check_settings
 
 POS = ["a great movie", "i love it", "wonderful and fun", "the best food ever", "really good service", "so happy"]
 NEG = ["a terrible movie", "i hate it", "awful and boring", "the worst food ever", "really bad service", "so sad"]
@@ -158,8 +159,44 @@ def test_rows_with_no_known_word_are_skipped(emb):
     ds = dataset_from_lists(POS + ["xqzzy qqqzz"], ["pos"] * 6 + ["neg"])
     h = fit(ds, emb, epochs=1, unknown="drop").run().history
     assert h.skipped_rows == 1
+    # Known words only in the validation rows: half the text is known, but no training row has a word.
+    labels = ["a", "a", "b", "b"]
+    _, val = dataset_from_lists(["0", "1", "2", "3"], labels).split(0.5, seed=0)  # the split depends on labels only
+    texts = ["great movie" if str(i) in val.texts else "xqzzy qqqzz" for i in range(4)]
     with pytest.raises(DataError, match="no training row"):
-        fit(dataset_from_lists(["xqzzy", "qqqzz"], ["a", "b"]), emb, unknown="drop")
+        fit(dataset_from_lists(texts, labels), emb, unknown="drop", val_fraction=0.5, seed=0)
+
+
+def wrong_column(n: int = 20) -> TextDataset:
+    """Product codes as the text column: every row a code the word vectors do not know."""
+    return dataset_from_lists([f"{48213 + 7919 * i}" for i in range(n)], ["pos", "neg"] * (n // 2))
+
+
+@pytest.mark.parametrize("unknown", ["unk", "drop"])
+def test_a_text_the_vectors_cannot_read_is_refused_before_training(emb, unknown):
+    cfg = TrainConfig(epochs=1, val_fraction=0.0, unknown=unknown)
+    message = ("column 'text' holds almost no words that the word vectors know (0.0% of its text; its values are "
+               "like '48213', '56132') — choose the column that holds the sentences, or for text in another language "
+               "use word vectors for that language (command line: --text-col, --embeddings FILE)")
+    spec = TrainerSpec(TINY, cfg, wrong_column(), emb)
+    with pytest.raises(DataError) as checked:
+        spec.check()  # what the app's Start calls, before a training process starts
+    with pytest.raises(DataError) as built:
+        Trainer(TINY, cfg, wrong_column(), emb)
+    assert str(checked.value) == str(built.value) == message
+
+
+def test_the_check_reads_with_the_training_vocabulary_and_tokenizer(emb):
+    rare = [w for w in emb._words[60_000:60_100] if w.isalpha()][:40]  # words GloVe knows, none of its top 10,000
+    ds = dataset_from_lists([f"{a} {b}" for a, b in zip(rare[::2], rare[1::2], strict=True)], ["x", "y"] * 10)
+    check_settings(TINY, TrainConfig(), ds, emb)  # the whole table: every word known
+    with pytest.raises(DataError, match=r"almost no words .* \([0-4]\.\d% of its text"):
+        check_settings(TINY, TrainConfig(vocab_limit=10_000), ds, emb)
+    # Words joined by commas: the GloVe tokenizer splits them, the seed's whitespace split reads one unknown token.
+    glued = dataset_from_lists([",".join(t.split()) for t in POS + NEG], ["p"] * 6 + ["n"] * 6)
+    check_settings(TINY, TrainConfig(tokenizer="glove"), glued, emb)
+    with pytest.raises(DataError, match="almost no words"):
+        check_settings(TINY, TrainConfig(tokenizer="whitespace"), glued, emb)
 
 
 @pytest.mark.parametrize(
