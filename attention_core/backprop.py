@@ -219,9 +219,11 @@ def seed_inputs(text: str, embeddings, *, max_tokens: int = 64) -> SeedInputs:
         >>> inp.tokens, tuple(inp.x.shape), inp.x[:, -1].tolist()
         (('very', 'sad', 'as', 'they', 'both', 'fail'), (6, 51), [0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
     """
+    from attention_core.encoding import check_sentence
     from attention_core.errors import EmbeddingError
     from attention_core.text import whitespace_tokenize
 
+    check_sentence(text)
     words = whitespace_tokenize(text)
     known = [w for w in words if w in embeddings]
     unknown = tuple(w for w in words if w not in embeddings)

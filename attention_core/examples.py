@@ -34,6 +34,7 @@ from torch import Tensor, nn
 
 from attention_core.attention import AttentionSteps, attention_steps, causal_mask, padding_mask
 from attention_core.embeddings import Embeddings
+from attention_core.encoding import check_sentence
 from attention_core.errors import EmbeddingError, InputError
 from attention_core.text import tokenize
 
@@ -545,16 +546,17 @@ def sentence_vectors(text: str, embeddings: Embeddings, *, what: str = "the sent
     """Tokenize ``text`` and look its tokens up; unknown tokens are dropped and reported.
 
     Raises:
-        EmbeddingError: when no token is known (or the text is empty).
+        EmbeddingError: when the text is empty or no token is known.
 
     Shape:
         vectors (number of known tokens, embeddings.dim).
     """
+    check_sentence(text, what)
     tokens = tokenize(text)
     known = [t for t in tokens if t in embeddings]
     unknown = [t for t in tokens if t not in embeddings]
     if not known:
-        shown = ", ".join(repr(t) for t in unknown) if unknown else "no words at all"
+        shown = ", ".join(repr(t) for t in unknown) if unknown else "only punctuation"
         raise EmbeddingError(f"none of the words of {what} has a GloVe vector ({shown})",
                              "check the spelling, or use more common English words")
     return SentenceVectors(tokens, known, unknown, torch.from_numpy(embeddings.vectors(known)))

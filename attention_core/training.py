@@ -148,7 +148,7 @@ class History:
     epochs: list[EpochRecord] = field(default_factory=list)
     step_losses: list[float] = field(default_factory=list)
     probes: list[dict] = field(default_factory=list)  # {"epoch", "sentences": [{"text","tokens","attention"}]}
-    best_epoch: int | None = None
+    best_epoch: int | None = None  # the epoch whose weights the run keeps (lowest validation loss; else the last)
     status: str = "running"  # running | finished | stopped | diverged | time budget
     message: str = ""
     seconds: float = 0.0
@@ -159,15 +159,26 @@ class History:
     def examples_per_second(self) -> float:
         return self.examples_seen / self.seconds if self.seconds > 0 else 0.0
 
+    @property
+    def kept_epoch(self) -> int | None:
+        """The epoch whose weights the run keeps; None before the first epoch. (Runs saved before
+        ``best_epoch`` meant that, without validation rows, name the lowest training loss there
+        while keeping the last weights: read here as the last.)"""
+        if not self.epochs:
+            return None
+        if self.best_epoch is not None and self.epochs[-1].val_loss is not None:
+            return self.best_epoch
+        return self.epochs[-1].epoch
+
     def summary(self) -> dict:
-        """The figures ``train`` prints: from the best epoch if there is one, else the last."""
-        rec = next((e for e in self.epochs if e.epoch == self.best_epoch), self.epochs[-1] if self.epochs else None)
+        """The figures ``train`` prints, of the epoch whose weights the run keeps."""
+        rec = next((e for e in self.epochs if e.epoch == self.kept_epoch), None)
         return {
             "status": self.status,
             "train_loss": rec.train_loss if rec else None,
             "val_loss": rec.val_loss if rec else None,
             "val_accuracy": rec.val_accuracy if rec else None,
-            "best_epoch": self.best_epoch,
+            "best_epoch": self.kept_epoch,
             "epochs": len(self.epochs),
             "seconds": round(self.seconds, 3),
             "examples_per_second": round(self.examples_per_second, 1),
@@ -561,9 +572,10 @@ class Trainer:
             )
             h.epochs.append(record)
             last_good = _snapshot(model)
-            score = val_loss if has_val else record.train_loss
-            if score < best_loss:
-                best_loss, best_state, h.best_epoch = score, last_good, epoch
+            if has_val and val_loss < best_loss:
+                best_loss, best_state, h.best_epoch = val_loss, last_good, epoch
+            elif not has_val:
+                h.best_epoch = epoch  # without validation rows the last weights are kept
             if epoch % probe_every == 0 or epoch == tc.epochs or self._stop.is_set() or h.status != "running":
                 self._record_probes(epoch)
             if epoch in keep:

@@ -195,8 +195,8 @@ def test_sentence_vectors_report_unknown_words(sentences) -> None:
     assert b.unknown == ["xqzzy"] and "xqzzy" not in b.known and b.vectors.shape == (6, 50)
     with pytest.raises(EmbeddingError, match="none of the words of sentence A"):
         ex.sentence_vectors("xqzzy qqqzz", load_embeddings(), what="sentence A")
-    with pytest.raises(EmbeddingError):
-        ex.sentence_vectors("   ", load_embeddings())
+    with pytest.raises(EmbeddingError, match="sentence B is empty"):
+        ex.sentence_vectors("   ", load_embeddings(), what="sentence B")
 
 
 @pytest.mark.parametrize("kind", ex.MASKS)

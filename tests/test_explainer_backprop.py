@@ -74,6 +74,9 @@ def test_seed_inputs_are_what_the_model_reads(emb, trained):
     assert fw.p.tolist() == pytest.approx(list(predicted.values()), abs=1e-5)
     with pytest.raises(EmbeddingError, match="none of the words"):
         seed_inputs("xqzzy qqqzz", emb)
+    for empty in ("", "  "):
+        with pytest.raises(EmbeddingError, match="the sentence is empty"):
+            seed_inputs(empty, emb)
 
 
 def test_the_posts_code_differs_from_the_correct_gradient(emb):

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, save_run
 from attention_core.runs import run_to_zip
-from ui.train_views import kept_epoch, wilson_interval
+from ui.train_views import wilson_interval
 
 TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,7 +81,7 @@ def tiny_run(path: Path, *, val_fraction: float, epochs: int = 3, planned: int |
 
 def test_a_run_without_validation_says_so_and_keeps_its_last_epoch(runs_dir):
     run = tiny_run(runs_dir / "no-val", val_fraction=0.0, epochs=3, planned=300)
-    assert kept_epoch(run.history) == 3  # no validation: the trainer keeps the last weights, whatever best_epoch says
+    assert run.history.kept_epoch == 3  # no validation: the trainer keeps the last weights
     row = runs_list(train_page())["no-val"]
     assert row["val accuracy (kept model)"] == "no validation"  # was None
     assert row["epochs"] == "3 of 300" and row["kept model"] == "epoch 3"

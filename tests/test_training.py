@@ -221,3 +221,26 @@ def replace_limit(limit):
     from attention_core import EmbeddingSource
 
     return EmbeddingSource(limit=limit)
+
+
+def test_the_kept_epoch_is_the_one_whose_weights_the_run_keeps():
+    """Without validation rows the last weights are kept: best_epoch and the CLI's summary say so (they named the
+    epoch of lowest training loss, whose figures the summary then printed for a model it did not keep)."""
+    from attention_core import History
+    from attention_core.training import EpochRecord
+
+    texts = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"] * 4
+    labels = ["pos", "pos", "pos", "neg", "neg", "neg"] * 4
+    result = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32),
+                     TrainConfig(epochs=3, batch_size=4, val_fraction=0.0),
+                     dataset_from_lists(texts, labels), load_embeddings()).run()
+    h = result.history
+    assert h.best_epoch == h.kept_epoch == 3
+    assert h.summary()["best_epoch"] == 3 and h.summary()["train_loss"] == h.epochs[-1].train_loss
+    # A history saved before: best_epoch by training loss, no validation.
+    old = History(epochs=[EpochRecord(e, loss, 0.5, None, None, 1.0, 10.0) for e, loss in ((1, 0.6), (2, 0.3), (3, 0.5))],
+                  best_epoch=2)
+    assert old.kept_epoch == 3 and old.summary()["train_loss"] == 0.5
+    with_val = History(epochs=[EpochRecord(e, 0.5, 0.5, v, 0.5, 1.0, 10.0) for e, v in ((1, 0.6), (2, 0.3), (3, 0.5))],
+                       best_epoch=2)
+    assert with_val.kept_epoch == 2 and with_val.summary()["val_loss"] == 0.3

@@ -76,22 +76,11 @@ def probe_heatmap(snap: JobSnapshot, key: str = "train") -> None:
     live_plotly_chart(cached[1], height=cached[2], key=f"{key}_live_probe_chart")  # redrawn when the JSON changes
 
 
-def kept_epoch(history: History) -> int | None:
-    """The epoch whose weights a run keeps: the one with the lowest validation loss; for a run
-    without validation rows, the last one (``Trainer.run`` goes back to the best epoch only by
-    validation loss). None for a run with no complete epoch."""
-    if not history.epochs:
-        return None
-    if history.best_epoch is not None and history.epochs[-1].val_loss is not None:
-        return history.best_epoch
-    return history.epochs[-1].epoch
-
-
 def kept_model(history: History, planned_epochs: int) -> str:
     """Which epoch's model a run keeps, in words: "epoch 3 of 10", "epoch 230 of 237 (300 planned)"."""
     trained = len(history.epochs)
     planned = f" ({planned_epochs} planned)" if trained < planned_epochs else ""
-    return f"epoch {kept_epoch(history)} of {trained}{planned}"
+    return f"epoch {history.kept_epoch} of {trained}{planned}"
 
 
 Z_95 = 1.959963984540054  # the standard normal's 97.5 % quantile: two-sided 95 %
@@ -218,7 +207,7 @@ def _read_run_row(path: str, stamp: tuple) -> dict:
     try:
         cfg = json.loads((p / "config.json").read_text())
         history = History.from_dict(json.loads((p / "history.json").read_text()))
-        kept = kept_epoch(history)
+        kept = history.kept_epoch
         record = next((e for e in history.epochs if e.epoch == kept), None)
         accuracy = record.val_accuracy if record is not None else None
         planned = int(cfg.get("train", {}).get("epochs", len(history.epochs)))
