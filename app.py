@@ -33,17 +33,17 @@ def home() -> None:
 
     from ui import figures, preview
     from ui.preview import BUNDLED_NAME, EXAMPLES
-    from ui.state import kept
+    from ui.state import kept, kept_in_state
 
-    def use_example() -> None:
+    def use_example() -> None:  # a click on the example already in the box deselects it: nothing to load
         choice = st.session_state.get("home_example")
         if choice:
             st.session_state["home_text"] = choice
 
-
+    kept_in_state("home_text", EXAMPLES[0])  # the sentence box (an example click sets it)
+    text_now = st.session_state["home_text"]
     # A server that has not loaded torch yet shows the bundled model's saved answer to the first
     # example (ui/preview.py) and loads torch in the background; everything else is computed live.
-    text_now = kept("home_text", EXAMPLES[0])["value"]  # what the sentence box will hold
     saved = preview.load()
     quick = (not preview.model_code_loaded() and saved is not None and text_now == saved.text
              and st.session_state.get("active_run", BUNDLED_NAME) == BUNDLED_NAME)
@@ -67,8 +67,11 @@ def home() -> None:
         size = f"{n_layers} layer{'s' * (n_layers != 1)} × {n_heads} head{'s' * (n_heads != 1)}"
         st.caption(f"**{name}** · {size} · labels: {', '.join(labels)} · embeddings: {embeddings}")
 
+    # The example in the box is the one highlighted, none for a sentence of one's own: a click on an
+    # example then always selects it, and loads it (a pill left selected took a click to deselect).
+    st.session_state["home_example"] = text_now if text_now in EXAMPLES else None
     st.pills("Try an example", EXAMPLES, key="home_example", on_change=use_example)
-    text = st.text_input("Your sentence", **kept("home_text", EXAMPLES[0]), max_chars=500, placeholder="Type a sentence in English…")
+    text = st.text_input("Your sentence", key="home_text", max_chars=500, placeholder="Type a sentence in English…")
     if not text.strip():
         st.info("Type a sentence above to see the model's prediction and its attention.")
         st.stop()

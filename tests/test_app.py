@@ -47,6 +47,34 @@ def test_home_all_unknown_sentence_is_a_clear_error():
     assert "none of the words" in at.error[0].value
 
 
+def click(pills, option: str):
+    """A click on ``option``, as in the browser: a pill already selected is deselected, another one selected."""
+    return pills.unselect(option) if pills.value == option else pills.select(option)
+
+
+def test_home_example_loads_in_one_click_and_is_highlighted_only_while_in_the_box(monkeypatch):
+    """An example is highlighted while the box shows it, and only then: after a sentence of one's
+    own, one click on an example loads it (a pill that stayed selected took two)."""
+    from streamlit.elements.lib import policies
+
+    from ui.preview import EXAMPLES
+
+    monkeypatch.setattr(policies, "_shown_default_value_warning", False)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    assert at.pills(key="home_example").value == EXAMPLES[0]  # the sentence shown at first
+    click(at.pills(key="home_example"), EXAMPLES[1]).run()
+    assert at.text_input(key="home_text").value == EXAMPLES[1] == at.pills(key="home_example").value
+    at.text_input(key="home_text").input("the soup was cold").run()
+    assert at.pills(key="home_example").value is None
+    click(at.pills(key="home_example"), EXAMPLES[1]).run()  # the one clicked before: loaded by this one click
+    assert at.text_input(key="home_text").value == EXAMPLES[1] == at.pills(key="home_example").value
+    assert live_chart(at, "home_heatmap")["data"][0]["y"] == EXAMPLES[1].split()
+    click(at.pills(key="home_example"), EXAMPLES[1]).run()  # the one shown: nothing changes
+    assert at.text_input(key="home_text").value == EXAMPLES[1] == at.pills(key="home_example").value
+    assert not at.exception
+    assert not policies._shown_default_value_warning  # the box is not given both a value and a Session State value
+
+
 def test_train_page_shows_the_data_report_and_form():
     at = AppTest.from_file(str(ROOT / "pages" / "1_Train.py"), default_timeout=TIMEOUT).run()
     assert not at.exception

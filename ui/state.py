@@ -39,12 +39,16 @@ def kept(key: str, default: object = None, options: Sequence | None = None) -> d
     return {"key": key, "index": options.index(value) if value in options else 0}
 
 
-def kept_in_state(key: str, default: object, options: Sequence) -> None:
+def kept_in_state(key: str, default: object, options: Sequence | None = None) -> None:
     """:func:`kept` for a widget whose value the page also sets through the Session State (a click
-    on a chart picks it), drawn with ``key`` only: the kept value goes back into the widget's own
-    key before it is drawn. Not for a widget in a form (see :func:`kept`)."""
+    on a chart or an example picks it), drawn with ``key`` only: the kept value goes back into the
+    widget's own key before it is drawn. ``options``: the values it may take (None: any). Not for
+    a widget in a form (see :func:`kept`)."""
     copy = _copy(key)
-    if st.session_state.get(key) not in options:  # first visit, back from another page, or fewer options now
+    if options is None:
+        if key not in st.session_state:  # first visit, or back from another page
+            st.session_state[key] = st.session_state.get(copy, default)
+    elif st.session_state.get(key) not in options:  # first visit, back from another page, or fewer options now
         st.session_state[key] = st.session_state[copy] if st.session_state.get(copy) in options else default
     st.session_state[copy] = st.session_state[key]
 
