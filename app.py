@@ -67,8 +67,8 @@ def home() -> None:
         size = f"{n_layers} layer{'s' * (n_layers != 1)} × {n_heads} head{'s' * (n_heads != 1)}"
         st.caption(f"**{name}** · {size} · labels: {', '.join(labels)} · embeddings: {embeddings}")
 
-    # The example in the box is the one highlighted, none for a sentence of one's own: a click on an
-    # example then always selects it, and loads it (a pill left selected took a click to deselect).
+    # The example in the box is the one highlighted, none for a sentence of one's own: a click on
+    # another example selects it and so loads it (a click on a selected pill would deselect it).
     st.session_state["home_example"] = text_now if text_now in EXAMPLES else None
     st.pills("Try an example", EXAMPLES, key="home_example", on_change=use_example)
     text = st.text_input("Your sentence", key="home_text", max_chars=500, placeholder="Type a sentence in English…")
