@@ -153,7 +153,7 @@ attention next to gradient-based saliency so you can see where they agree and wh
 # while an emoji needs an emoji font on the machine (boxes in Debian's headless Chromium). Each
 # page sets an emoji favicon of its own (page_setup).
 PAGES = [
-    st.Page(home, title="Home", default=True),
+    st.Page(home, title="Home", url_path="home", default=True),  # ui.train_views.HOME_URL_PATH switches to it
     st.Page("pages/1_Train.py", title="Train", url_path="Train"),
     st.Page("pages/2_Inspect.py", title="Inspect", url_path="Inspect"),
     st.Page("pages/3_Self_attention.py", title="Self attention", url_path="Self_attention"),

@@ -15,6 +15,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -96,3 +98,21 @@ def browser_page(width: int = 1400, height: int = 1000):
             yield page
         finally:
             browser.close()
+
+
+E2E = [  # the marks of a browser test module: `pytestmark = E2E`
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists() and not os.environ.get("CI"),
+        reason="needs Debian's chromium (scripts/test.sh installs it; CI always runs this)",
+    ),
+]
+SHOTS = os.environ.get("E2E_SCREENSHOTS")  # a folder for screenshots of the browser tests (the README's pictures)
+
+
+def shot(page, name: str) -> None:
+    """A full-page screenshot ``name.png`` in ``$E2E_SCREENSHOTS``, when it is set."""
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        page.wait_for_timeout(800)  # let plotly finish its transition before the picture
+        page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)

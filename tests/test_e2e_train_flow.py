@@ -11,8 +11,9 @@ import re
 import shutil
 from pathlib import Path
 
-from tests.browser import CHROMIUM, app_server, browser_page
-from tests.test_e2e_browser import pytestmark, shot  # noqa: F401 — the e2e marks (needs Chromium), screenshots
+from tests.browser import CHROMIUM, E2E, app_server, browser_page, shot
+
+pytestmark = E2E
 
 EPOCHS = 300  # far more than the test waits for: it stops the training midway
 
