@@ -8,12 +8,17 @@ words *mattered* for the prediction. This module puts two kinds of evidence side
   max/min), the residual connection is modelled as 0.5·A + 0.5·I, rows are renormalised,
   and the layers are multiplied from the first layer up: rollout = Â_L · … · Â_1. Row i of
   the result says how much of token i's final representation flows from each input token.
-* **Gradient saliency** of a class logit w.r.t. the input word vectors:
+* **Gradient saliency** of a class's log-probability w.r.t. the input word vectors:
   gradient × input (Shrikumar et al., 2016; Baehrens et al., 2010 for plain gradients),
   integrated gradients (Sundararajan, Taly & Yan, 2017, "Axiomatic Attribution for Deep
   Networks", ICML, arXiv:1703.01365) from an all-zero baseline with midpoint Riemann
   sums, and the gradient's L2 norm (Simonyan et al., 2013, "Deep Inside Convolutional
   Networks", arXiv:1312.6034).
+
+Saliency explains log p(class), not the class's raw logit: softmax ignores whatever the
+logits share, so a raw logit can fall with a word that makes its class *more* likely (when
+every logit falls, the others faster). For two classes ∂log p(c) = (1 − p(c))·∂(logit_c −
+logit_other), so the sign says which class a word pushes towards.
 
 Saliency needs gradients w.r.t. the *looked-up* vectors even when the embedding table is
 frozen, so :func:`forward_from_features` re-runs :class:`AttentionClassifier`'s forward
@@ -172,17 +177,20 @@ def token_saliency(
     method: str = "grad_x_input",
     steps: int = 32,
 ) -> Tensor:
-    """Gradient saliency of one class logit w.r.t. each token's input word vector.
+    """Gradient saliency of one class's log-probability w.r.t. each token's input word vector.
 
     The gradient is taken w.r.t. the looked-up word vectors (the embedding part of
     ``model.embed``; the seed's position-index feature is held fixed), so it works for
     frozen embedding tables too. Methods:
 
-    * ``"grad_x_input"`` — Σ_e ∂logit/∂x_te · x_te (signed).
-    * ``"integrated_gradients"`` — (x_t − 0) · mean over α of ∂logit/∂x_t at α·x, summed
+    The score explained is s = log p(target) = log_softmax(logits)[target]: positive
+    attributions push towards the target class, negative ones away from it.
+
+    * ``"grad_x_input"`` — Σ_e ∂s/∂x_te · x_te (signed).
+    * ``"integrated_gradients"`` — (x_t − 0) · mean over α of ∂s/∂x_t at α·x, summed
       over e; α = (k + ½)/steps, k = 0…steps−1 (midpoint Riemann sum, zero baseline). The
-      attributions add up to ≈ logit(x) − logit(baseline) (completeness).
-    * ``"grad_norm"`` — ‖∂logit/∂x_t‖₂ (unsigned).
+      attributions add up to ≈ s(x) − s(baseline) (completeness).
+    * ``"grad_norm"`` — ‖∂s/∂x_t‖₂ (unsigned).
 
     ``target`` defaults to the predicted class. The model is run in eval mode and its
     training flag restored; gradients go through ``torch.autograd.grad``, so no parameter's
@@ -223,12 +231,13 @@ def token_saliency(
                 cls = int(target)
 
             def target_grad(w: Tensor) -> Tensor:
-                """The target logit's gradient w.r.t. each row of word vectors ``w`` (N, T, E)."""
+                """The gradient of log p(target) w.r.t. each row of word vectors ``w`` (N, T, E)."""
                 w = w.detach().requires_grad_(True)
                 n = w.shape[0]
                 x = torch.cat([w, rest.expand(n, -1, -1)], dim=-1)
                 logits, _ = forward_from_features(model, x, mask.expand(n, -1), need_weights=False)
-                (grad,) = torch.autograd.grad(logits[:, cls].sum(), w)
+                log_p = torch.log_softmax(logits, dim=-1)[:, cls]  # (N,): not the raw logit (module docstring)
+                (grad,) = torch.autograd.grad(log_p.sum(), w)
                 return grad
 
             if method == "integrated_gradients":
@@ -291,7 +300,7 @@ class Explanation:
     attention: Tensor  # (L, H, T, T) every layer's and head's weights
     head_average: Tensor  # (L, T, T) mean over heads
     rollout: Tensor  # (T, T) attention rollout
-    saliency: Tensor  # (T,) gradient saliency of the target logit
+    saliency: Tensor  # (T,) gradient saliency of the target class's log-probability
     saliency_method: str
     input_features: np.ndarray  # (T, input_dim) the model's input; the seed's last column is the position index
     attention_to_token: Tensor  # (T,) rollout averaged over query rows; sums to 1

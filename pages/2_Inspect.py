@@ -146,8 +146,9 @@ with tabs[1]:
     st.subheader("Which words mattered?")
     st.selectbox("Saliency method", SALIENCY_METHODS, **kept("inspect_method", SALIENCY_METHODS[0], SALIENCY_METHODS),
                  format_func=METHODS.get,
-                 help="gradient × input and integrated gradients are signed (+ pushes towards the predicted class); "
-                      "the gradient norm is a size only.")
+                 help="Each explains the predicted class's log-probability. gradient × input and integrated gradients "
+                      "are signed (+ pushes towards the predicted class, − away from it); the gradient norm is a size "
+                      "only.")
     sal = ex.saliency.numpy()
     att = ex.attention_to_token.numpy()
     st.plotly_chart(figures.token_scores(tokens, {"attention (rollout)": att, f"saliency ({METHODS[method]})": sal}),
@@ -159,13 +160,16 @@ with tabs[1]:
     c1.metric("Rank agreement (Spearman ρ)", "–" if rho is None else f"{rho:+.2f}",
               help="Correlation of the two rankings of the words: +1 same order, 0 unrelated, −1 reversed. "
                    "Saliency is ranked by its size |saliency|, since attention has no sign.")
+    sign = ("A red bar above zero pushes towards **{0}**, one below zero pushes away from it (towards the other "
+            "classes)." if method != "grad_norm" else "The gradient norm has no sign: it says how much, not which way.")
     c2.markdown(
         f"**How to read this.** The blue bars show how much attention each word receives (rollout, averaged over "
-        f"all words); the red bars show how much the score for **{ex.label}** changes when that word's vector is "
-        "nudged (the gradient). Both are scaled so the largest is 1. Where they agree, the model both looks at a word "
-        "and depends on it. Where they disagree, attention is not an explanation: a word can be looked at a lot yet "
-        "barely move the prediction, or matter through the feed-forward layers and the final average without "
-        "drawing much attention. Negative saliency pushes *away* from the predicted class."
+        f"all words); the red bars show how much the model's log-probability of **{ex.label}**, log p({ex.label}), "
+        "changes with that word's vector (the gradient, times the vector for the signed methods). Both are scaled so "
+        "the largest is 1. Where they agree, the model both looks at a word and depends on it. Where they disagree, "
+        "attention is not an explanation: a word can be looked at a lot yet barely move the prediction, or matter "
+        "through the feed-forward layers and the final average without drawing much attention. "
+        + sign.format(ex.label)
     )
 
 # -- input features -------------------------------------------------------------------------------
@@ -226,29 +230,27 @@ with tabs[3]:
         tl_head = c3.selectbox("Head", range(n_heads + 1), key="inspect_tl_head",
                                format_func=lambda h: label_of(h).capitalize())
         epochs = [e for e, _ in records]
-        epoch = (st.select_slider("Epoch", epochs, value=epochs[-1], key="inspect_epoch") if len(epochs) > 1
-                 else epochs[0])
-        snap = dict(records)[epoch]
-        a = np.asarray(snap["attention"])
-        w = a[tl_layer].mean(0) if tl_head == n_heads else a[tl_layer, tl_head]
-        c1, c2 = st.columns([3, 2], gap="large")
-        c1.markdown(f"**Epoch {epoch}** · layer {tl_layer + 1} · {label_of(tl_head)}")
-        c1.plotly_chart(figures.attention_heatmap(w, snap["tokens"]), key="inspect_tl_heatmap")
-        with c2:
-            if snap.get("probabilities"):  # a list in label order
-                probs = dict(zip(run.label_names, snap["probabilities"], strict=False))
-                best = max(probs, key=probs.get)
-                st.markdown(f"**Prediction at epoch {epoch}: {best}**")
-                st.plotly_chart(figures.probability_bars(probs, predicted=best), key="inspect_tl_probs")
-                history = [dict(zip(run.label_names, s.get("probabilities") or [], strict=False)) for _, s in records]
-                st.plotly_chart(figures.probability_timeline(epochs, history, current=epoch), key="inspect_tl_curve")
-            else:
-                st.caption("This run did not record probabilities for its probes.")
-            best_epoch = run.history.best_epoch
-            if best_epoch is not None and best_epoch != epochs[-1]:
-                where = (f"epoch {best_epoch} on this slider is that model" if best_epoch in epochs else
-                         "its predictions elsewhere on this page can differ from the last epoch here")
-                st.caption(f"The saved model keeps the weights of epoch {best_epoch} (lowest validation loss): {where}.")
+        maps = [np.asarray(r["attention"])[tl_layer] for _, r in records]  # (H, T, T) each
+        maps = [m.mean(0) if tl_head == n_heads else m[tl_head] for m in maps]
+        probs = [dict(zip(run.label_names, r.get("probabilities") or [], strict=False)) for _, r in records]
+        h = run.history
+        model_epoch = h.kept_epoch
+        st.markdown(f"**Layer {tl_layer + 1} · {label_of(tl_head)}** · press ▶ to replay the training, or drag the "
+                    "slider")
+        st.plotly_chart(figures.attention_time_lapse(epochs, maps, [r["tokens"] for _, r in records], probs,
+                                                     kept=sorted(run.snapshots), model_epoch=model_epoch),
+                        key="inspect_time_lapse")
+        notes = []
+        if run.snapshots:
+            notes.append("▲ on the epoch axis above the slider: the run kept its weights there.")
+        if not all(probs):
+            notes.append("This run did not record probabilities for its probes.")
+        if model_epoch is not None:
+            where = (f"epoch {model_epoch} (★) is that model" if model_epoch in epochs else
+                     "its predictions elsewhere on this page can differ from the epochs here")
+            why = " (lowest validation loss)" if h.epochs[-1].val_loss is not None else " (the last)"
+            notes.append(f"The run's model has the weights of epoch {model_epoch}{why}: {where}.")
+        st.caption(" ".join(notes))
 
 # -- compare --------------------------------------------------------------------------------------
 with tabs[4]:

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import inspect
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
-from attention_core import Run, load_dataset, preset, save_run
+from attention_core import Run, load_dataset, preset
 from attention_core.backprop import SeedKernel
 from attention_core.errors import InputError
-from attention_core.runs import safe_name
+from attention_core.runs import save_new_run
 from attention_core.training import SEED_TRAIN, TrainerSpec
 from ui import background, figures, live_chart
 from ui import jobs as training_jobs
 from ui.common import ROOT, embeddings, page_setup, runs_dir, still_live_views
 from ui.jobs import JobSequence, TrainingJob
+from ui.seed_findings import summarise, what_to_notice
 
 page_setup("Seed experiment", "🧪")
 still_live_views()
@@ -37,6 +39,9 @@ VARIANTS = {
     "default": "Default preset",
 }
 SHORT = {"frozen": "Seed, head frozen", "head": "Seed, head trained", "default": "Default"}
+# Seconds per SGD step of a seed variant on an idle 2-core machine (benchmarks/run.py --only seed_vs_numpy),
+# and per variant for starting its process and saving its run: for the estimate shown before training.
+STEP_SECONDS, VARIANT_SECONDS = 63e-6, 0.5
 ss = st.session_state
 
 
@@ -88,7 +93,7 @@ running = seq is not None and seq.alive
 # -- controls -------------------------------------------------------------------------------------
 c1, c2, c3, c4 = st.columns([1, 1, 1, 1], vertical_alignment="bottom")
 c1.number_input("Epochs, seed variants", 1, 5000, 1000, step=100, key="seedexp_epochs", disabled=running,
-                help="The post trains 1000 epochs: 39,000 SGD steps, a few seconds here.")
+                help="The post trains 1000 epochs: one SGD step per review, 39,000 steps.")
 c2.number_input("Epochs, default preset", 1, 500, 10, key="seedexp_default_epochs", disabled=running,
                 help="The default preset's own 10 epochs; with batches of 64, one step per epoch on 39 rows.")
 c3.button("Train all three", icon=":material/play_arrow:", type="primary", on_click=on_train, disabled=running,
@@ -141,10 +146,20 @@ def live() -> None:
 live()
 results = {key: job.run for key, job in jobs.items() if job.done and job.run is not None and job.run.history.epochs}
 if not results:
+    seed_steps = 2 * int(ss["seedexp_epochs"]) * len(small_csv(SEED_TRAIN.vocab_limit))
+    estimate = seed_steps * STEP_SECONDS + 3 * VARIANT_SECONDS
     st.info("The variants train one after the other, in the background: each one's attention maps appear here when it "
             "finishes." if running else "Press **Train all three**: the variants train one after the other, in the "
-            "background (about half a minute in all).")
+            f"background ({seed_steps:,} SGD steps for the two seed variants, then the default preset: about "
+            f"{estimate:.0f} s on an idle computer, longer on a busy one).")
     st.stop()
+small = small_csv(SEED_TRAIN.vocab_limit)
+true_labels = [small.label_names[y] for y in small.labels]
+summaries = ss.setdefault("seedexp_summaries", {})  # per trained run: computed once
+for key, run in results.items():
+    if summaries.get(key, (None,))[0] is not run:
+        summaries[key] = (run, summarise(run, small.texts, true_labels, SENTENCES))
+found = {key: summaries[key][1] for key in results}
 
 # -- results --------------------------------------------------------------------------------------
 st.header("Final training loss")
@@ -155,14 +170,20 @@ for col, (key, title) in zip(st.columns(3, gap="medium"), VARIANTS.items(), stri
     first, last, h = run.history.epochs[0], run.history.epochs[-1], run.history
     col.metric(title, f"{last.train_loss:.3f}", f"{last.train_loss - first.train_loss:+.3f} since epoch 1",
                delta_color="inverse", help="mean cross-entropy over the 39 reviews in the last epoch")
-    col.caption(f"training accuracy {last.train_accuracy:.0%} · {len(h.step_losses):,} steps in {h.seconds:.1f} s · "
-                f"{h.status}")
+    col.caption(f"the trained model labels {found[key].right} of {found[key].rows} reviews correctly "
+                f"({found[key].accuracy:.0%}) · {len(h.step_losses):,} steps in {h.seconds:.1f} s · {h.status}")
     if col.button("Save to my runs", icon=":material/save:", key=f"seedexp_save_{key}"):
-        path, n = runs_dir() / safe_name(f"seed-experiment-{key}"), 2
-        while path.exists():
-            path, n = runs_dir() / safe_name(f"seed-experiment-{key}-{n}"), n + 1
-        save_run(run, path)
-        col.success(f"Saved as `{path.name}`: open it on the Home or Inspect page.")
+        name = f"seed-experiment-{key}"
+        try:  # a free name: seed-experiment-head, seed-experiment-head-2, …
+            path = save_new_run(replace(run, name=name), runs_dir(), name)
+        except InputError as err:
+            col.error(f"Could not save it: {err}")
+        except OSError as err:
+            where = f" {err.filename}" if err.filename else ""
+            col.error(f"Could not save it ({err.strerror or err}): check that the runs folder{where} is a folder you "
+                      "can write to.")
+        else:
+            col.success(f"Saved as `{path.name}`: open it on the Home or Inspect page.")
 
 st.header("Attention on the post's five sentences")
 st.caption("Rows: the word attending (query); columns: the word attended to (key); each row sums to 1. The default "
@@ -180,19 +201,10 @@ for i, sentence in enumerate(SENTENCES):
         col.markdown(f"{SHORT[key]} → **{pred.label}** ({pred.probabilities[pred.label]:.0%})")
         col.plotly_chart(figures.compact_attention_heatmap(attn[-1].mean(0), pred.tokens), key=f"seedexp_map_{i}_{key}")
 
-st.markdown(
-    "**What to notice** (at the post's settings: 1000 epochs, and the default preset's own 10)\n"
-    "- **Head frozen, as in the post:** only Q, K and V learn. They can choose which words get averaged, but a fixed "
-    "random W reads the average, so the loss levels off high and every sentence gets the most common label, negative "
-    "(18 of the 39 reviews); attention mostly follows position — more weight on later words, in every row alike.\n"
-    "- **Head trained:** the same 39,000 steps take the loss close to zero, and every row now looks at the word that "
-    "carries the sentiment (*sad*, *loved*, *terrible*, *love*): attention has become a word picker for W.\n"
-    "- **Default preset:** further in 10 steps than the frozen seed in 39,000 — Adam scales each weight's step, and "
-    "residual connections carry each word's own, fine-tuned vector past attention — yet its last-layer attention stays "
-    "almost uniform: a model can predict well without attending sharply, so attention alone does not explain a "
-    "prediction.\n"
-    "- With 39 reviews, none of this reaches far beyond these sentences."
-)
+trained = " · ".join(f"{SHORT[key]}: {len(run.history.epochs)} epochs" for key, run in results.items())
+notes = what_to_notice(found, {key: VARIANTS[key] for key in found}, true_labels)
+st.markdown(f"**What to notice** (computed from the runs above; {trained})  \n" + "\n".join(notes)
+            + "\n- With 39 reviews, none of this reaches far beyond these sentences.")
 
 # -- time-lapse -----------------------------------------------------------------------------------
 st.header("Time-lapse")
@@ -201,21 +213,19 @@ variant = t1.selectbox("Variant", list(results), format_func=VARIANTS.get, key="
 sentence = t2.selectbox("Sentence", SENTENCES, key="seedexp_tl_sentence")
 records = [(p["epoch"], s) for p in results[variant].history.probes for s in p["sentences"] if s["text"] == sentence]
 if records:
+    run = results[variant]
     epochs = [e for e, _ in records]
-    epoch = st.select_slider("Epoch", epochs, value=epochs[-1], key="seedexp_tl_epoch") if len(epochs) > 1 else epochs[0]
-    snap = dict(records)[epoch]
-    labels = results[variant].label_names
-    probs = dict(zip(labels, snap.get("probabilities") or [], strict=False))
-    best = max(probs, key=probs.get) if probs else "–"
-    m1, m2 = st.columns([3, 2], gap="large")
-    m1.markdown(f"**{VARIANTS[variant]} · epoch {epoch}**")
-    m1.plotly_chart(figures.compact_attention_heatmap(np.asarray(snap["attention"])[-1].mean(0), snap["tokens"],
-                                                      show_values=True), key="seedexp_tl_map")
-    if probs:
-        m2.markdown(f"**Prediction at epoch {epoch}: {best}**")
-        m2.plotly_chart(figures.probability_bars(probs, predicted=best), key="seedexp_tl_probs")
-    m2.caption("The attention of each probe sentence was recorded as the model trained (epoch 0 = before training; "
-               "long runs keep every tenth epoch or so).")
+    gaps = sorted(set(np.diff(epochs).tolist()))
+    every = "after every epoch" if gaps == [1] else f"every {gaps[0]} epochs" if len(gaps) == 1 else "at these epochs"
+    st.markdown(f"**{VARIANTS[variant]}** · last layer, average of heads · press ▶ to replay the training, or drag the "
+                "slider")
+    probs = [dict(zip(run.label_names, r.get("probabilities") or [], strict=False)) for _, r in records]
+    st.plotly_chart(figures.attention_time_lapse(epochs, [np.asarray(r["attention"])[-1].mean(0) for _, r in records],
+                                                 [r["tokens"] for _, r in records], probs, kept=sorted(run.snapshots),
+                                                 model_epoch=run.history.kept_epoch), key="seedexp_time_lapse")
+    st.caption(f"The attention of each probe sentence was recorded as the model trained, {every} (epoch 0 = before "
+               "training). ▲ on the epoch axis above the slider: the run kept its weights there; ★ the weights of its "
+               "model (the last epoch).")
 else:
     st.caption("This run recorded no attention for that sentence.")
 

@@ -20,7 +20,7 @@ class FakeJob:
 
     @property
     def alive(self) -> bool:
-        return self.state in ("running", "paused")
+        return self.state.split()[0] in ("running", "paused")  # a JobSequence adds "(2 of 3)"
 
     @property
     def done(self) -> bool:
@@ -73,6 +73,13 @@ def test_back_on_its_page_a_finished_job_is_forgotten_and_a_running_one_kept_ali
     assert running.heartbeats == 1  # the page may stop before its own live view asks
     assert [c.value for c in at.sidebar.caption] == ["Now: in progress."]  # its state and numbers: the page's to show
     assert not [e for e in at.sidebar if e.type in ("progress", "page_link")]
+    running.state = "paused"  # paused from its page: the page runs again, and so does this
+    at.run()
+    assert [c.value for c in at.sidebar.caption] == ["Now: paused."]
+    assert running.heartbeats == 2  # a paused job is kept alive too
+    running.state = "paused (2 of 3)"  # a JobSequence's state names its current job
+    at.run()
+    assert [c.value for c in at.sidebar.caption] == ["Now: paused."]
 
 
 def test_no_tracked_job_nothing_drawn_and_the_module_does_not_load_torch():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -154,13 +156,13 @@ def test_forward_from_features_rejects_wrong_feature_width() -> None:
 
 
 def manual_grad_x_input(model: AttentionClassifier, ids: torch.Tensor, target: int) -> torch.Tensor:
-    """grad × input through the model's own forward, via the gradient of the embedding table."""
+    """grad × input of log p(target) through the model's own forward, via the gradient of the embedding table."""
     table = model.embedding.weight
     was = table.requires_grad
     table.requires_grad_(True)
     try:
         logits, _ = model(ids)
-        (grad_table,) = torch.autograd.grad(logits[0, target], table)
+        (grad_table,) = torch.autograd.grad(torch.log_softmax(logits, -1)[0, target], table)
     finally:
         table.requires_grad_(was)
     rows = ids[0]  # distinct ids: the table gradient of row ids[t] is the gradient at position t
@@ -192,7 +194,7 @@ def test_grad_norm_is_the_gradient_length() -> None:
     ids = distinct_ids(5, seed=12)
     table = model.embedding.weight
     logits, _ = model(ids)
-    (grad_table,) = torch.autograd.grad(logits[0, 1], table)
+    (grad_table,) = torch.autograd.grad(torch.log_softmax(logits, -1)[0, 1], table)
     got = token_saliency(model, Batch(ids, ids != 0), target=1, method="grad_norm")
     assert torch.allclose(got, grad_table[ids[0]].norm(dim=-1), rtol=1e-9)
     assert (got >= 0).all()
@@ -211,9 +213,62 @@ def test_integrated_gradients_completeness(overrides: dict) -> None:
     baseline = x.clone()
     baseline[..., : model.cfg.embedding_dim] = 0.0  # zero word vectors; the position index is kept
     with torch.no_grad():
-        diff = forward_from_features(model, x, mask)[0][0, target] - forward_from_features(model, baseline, mask)[0][0, target]
+        log_p = [torch.log_softmax(forward_from_features(model, f, mask)[0], -1)[0, target] for f in (x, baseline)]
+    diff = log_p[0] - log_p[1]  # completeness: the attributions add up to log p(x) − log p(baseline)
     assert abs(float(diff)) > 0.05
     assert float(attributions.sum()) == pytest.approx(float(diff), rel=0.02, abs=1e-4)
+
+
+def word_pusher() -> AttentionClassifier:
+    """A hand-built model whose prediction is a linear function of the mean word vector.
+
+    Words: 2 = "great" (2, 0), 3 = "movie" (0, 1). Attention adds nothing (V = 0, residual
+    only), so pooled = mean of the vectors and logits = W · pooled with W = [[-3, 0], [-1, 0]]
+    (neg, pos). "great" raises p(pos), yet it *lowers* the raw pos logit (−1 per unit of
+    pooled[0]): every logit falls, neg's three times faster. "movie" changes nothing.
+    """
+    cfg = ModelConfig(vocab_size=4, embedding_dim=2, d_model=None, n_layers=1, n_heads=1, positional="none",
+                      layer_norm=False, feed_forward=False, attention_out_proj=False, dropout=0.0)
+    model = AttentionClassifier(cfg, torch.tensor([[0.0, 0.0], [0.0, 0.0], [2.0, 0.0], [0.0, 1.0]])).double().eval()
+    with torch.no_grad():
+        model.blocks[0].attn.v_proj.weight.zero_()
+        model.blocks[0].attn.v_proj.bias.zero_()
+        model.head.weight.copy_(torch.tensor([[-3.0, 0.0], [-1.0, 0.0]]))
+        model.head.bias.zero_()
+    return model
+
+
+def test_a_word_that_raises_the_class_probability_gets_positive_saliency() -> None:
+    """The sign means what the Inspect page says: + pushes towards the class, even where its raw logit falls."""
+    model = word_pusher()
+    ids = torch.tensor([[2, 3]])  # "great movie": pooled (1, 0.5), logits (−3, −1)
+    batch = Batch(ids, ids != 0)
+    logits, _ = model(ids)
+    assert torch.allclose(logits, torch.tensor([[-3.0, -1.0]], dtype=torch.float64))
+    p_pos = float(torch.softmax(logits, -1)[0, 1])  # σ(2) = 0.881: predicted pos
+    # ∂log p(pos)/∂x_great = (1 − p)·(W_pos − W_neg)/T = (1 − p)·(1, 0); × x_great (2, 0)
+    sal = token_saliency(model, batch)  # the predicted class by default
+    assert sal.tolist() == pytest.approx([2 * (1 - p_pos), 0.0], abs=1e-12)
+    # integrated gradients along α·x: log p(pos) = log σ(2α), all of it from "great"
+    ig = token_saliency(model, batch, method="integrated_gradients", steps=256)
+    assert ig.tolist() == pytest.approx([math.log(p_pos / 0.5), 0.0], rel=1e-4, abs=1e-12)
+    # explaining the other class flips the sign: "great" pushes away from neg, (1 − p_neg)·(−1, 0) · (2, 0)
+    assert float(token_saliency(model, batch, target=0)[0]) == pytest.approx(-2 * p_pos, rel=1e-9)
+
+
+def test_saliency_ignores_what_all_logits_share() -> None:
+    """Adding one vector to every row of the head leaves the probabilities, and so the saliency, unchanged."""
+    model = tiny_model(seed=21, n_classes=3).double().eval()
+    ids = distinct_ids(5, seed=22)
+    batch = Batch(ids, ids != 0)
+    shifted = copy.deepcopy(model)
+    target = int(model(ids)[0].argmax())
+    with torch.no_grad():
+        shifted.head.weight.sub_(2 * model.head.weight[target])  # the target's raw logit becomes minus itself
+    assert torch.allclose(torch.softmax(shifted(ids)[0], -1), torch.softmax(model(ids)[0], -1), atol=1e-12)
+    for method in ("grad_x_input", "integrated_gradients", "grad_norm"):
+        assert torch.allclose(token_saliency(shifted, batch, method=method), token_saliency(model, batch, method=method),
+                              rtol=1e-9, atol=1e-12)
 
 
 def test_seed_position_index_feature_is_not_attributed() -> None:

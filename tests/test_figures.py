@@ -1,10 +1,13 @@
-"""The live training chart: updated in place, it must show exactly what a fresh one would."""
+"""ui.figures: the live training chart (updated in place, it must show exactly what a fresh one would), the app's
+template, the length histogram and the time-lapse."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import plotly.io as pio
+import pytest
 
 from ui import figures
 
@@ -48,7 +51,6 @@ def test_live_curves_rebuild_when_validation_lines_appear_or_go():
 
 def test_the_app_template_is_plotly_white_for_every_chart_kind_the_app_draws():
     """The template keeps only what the app's charts use: each kind of trace they draw, plotly_white's look."""
-    import numpy as np
 
     w = np.full((3, 3), 1 / 3)
     drawn = [
@@ -74,3 +76,73 @@ def test_the_app_template_is_plotly_white_for_every_chart_kind_the_app_draws():
     for key in ("paper_bgcolor", "plot_bgcolor", "font", "colorway", "xaxis", "yaxis"):
         assert template.layout[key] == white.layout[key]
     assert len(json.dumps(template.to_plotly_json())) < len(json.dumps(white.to_plotly_json())) / 2
+
+
+def test_length_histogram_fits_short_sentences_and_names_the_limit_they_stay_under():
+    fig = figures.length_histogram([3, 5, 8, 8], limit=64)
+    low, high = fig.layout.xaxis.range
+    assert low < 0 < 8 < high <= 10  # fitted to the data, not stretched to the limit at 64
+    assert not fig.layout.shapes  # no line out beyond the bars
+    assert "none longer than the 64-token limit" in fig.layout.title.text
+    counts = np.histogram([3, 5, 8, 8], bins=np.arange(fig.data[0].xbins.start, high + 1, fig.data[0].xbins.size))[0]
+    assert counts.max() == 2 and counts.sum() == 4  # one token per bar: 8 twice
+
+
+def test_length_histogram_marks_the_limit_where_rows_exceed_it():
+    lengths = list(range(1, 121))  # 56 rows longer than 64 tokens
+    fig = figures.length_histogram(lengths, limit=64)
+    assert fig.layout.xaxis.range[1] >= 120
+    (line,) = fig.layout.shapes
+    assert line.x0 == line.x1 == 64.5 and line.line.dash == "dash"
+    assert fig.layout.annotations[0].text == "truncated beyond 64: 56 rows"
+    assert fig.data[0].xbins.size == 4  # at most ~40 bars of whole tokens
+
+
+def lapse_inputs(n: int, t: int = 3) -> tuple[list[int], list[np.ndarray], list[list[str]], list[dict[str, float]]]:
+    rng = np.random.default_rng(0)
+    maps = [rng.dirichlet(np.ones(t), size=t) for _ in range(n)]
+    probs = [{"neg": 1 - e / (n + 1), "pos": e / (n + 1)} for e in range(n)]
+    return list(range(n)), maps, [["a", "b", "c"][:t]] * n, probs
+
+
+def test_time_lapse_has_a_frame_per_epoch_that_changes_the_map_the_bars_the_cursor_and_the_title():
+    epochs, maps, tokens, probs = lapse_inputs(5)
+    fig = figures.attention_time_lapse(epochs, maps, tokens, probs, kept=[0, 2, 4], model_epoch=2)
+    assert [f.name for f in fig.frames] == ["0", "1", "2", "3", "4"]
+    for frame, w, p in zip(fig.frames, maps, probs, strict=True):
+        heatmap, bars, cursor = frame.data
+        assert np.array_equal(heatmap.z, w) and list(bars.x) == [p["neg"], p["pos"]]
+        assert list(cursor.x) == [int(frame.name)] * 2
+        best = max(p, key=p.get)
+        assert frame.layout.title.text == f"<b>Epoch {frame.name}</b> · prediction: {best} ({p[best]:.0%})"
+    moving = fig.frames[0].traces
+    assert [fig.data[i].type for i in moving] == ["heatmap", "bar", "scatter"]
+    assert np.array_equal(fig.data[0].z, maps[-1]) and fig.layout.sliders[0].active == 4  # opens on the last epoch
+    assert [list(s.args[0]) for s in fig.layout.sliders[0].steps] == [["0"], ["1"], ["2"], ["3"], ["4"]]
+    # The epoch strip above the slider is drawn over frame numbers, like the slider's steps, and names the kept epochs.
+    strip = fig.layout.xaxis3
+    assert list(strip.tickvals) == [0, 2, 4] and list(strip.ticktext) == ["0", "2★", "4"]
+    assert strip.range[0] < 0 < 4 < strip.range[1] < 4.2 and (fig.layout.sliders[0].x, fig.layout.sliders[0].len) == (0, 1)
+    marks = {t.name: list(t.customdata) for t in fig.data if t.name in ("weights kept", "the run's model")}
+    assert marks == {"weights kept": [0, 4], "the run's model": [2]}
+    play, pause = fig.layout.updatemenus[0].buttons
+    assert play.args[0] is None and play.args[1]["frame"]["redraw"] and list(pause.args[0]) == [None]
+    assert 5 * play.args[1]["frame"]["duration"] <= 6000  # a whole training in a few seconds
+
+
+def test_time_lapse_without_probabilities_or_kept_weights():
+    epochs, maps, tokens, _ = lapse_inputs(3)
+    fig = figures.attention_time_lapse(epochs, maps, tokens)
+    assert [t.type for t in fig.data] == ["heatmap"]
+    assert fig.frames[1].layout.title.text == "<b>Epoch 1</b>"
+    assert [s.label for s in fig.layout.sliders[0].steps] == ["0", "1", "2"]  # no strip, nothing kept: the slider names them
+    marked = figures.attention_time_lapse(epochs, maps, tokens, kept=[0, 2], model_epoch=2)
+    assert [s.label for s in marked.layout.sliders[0].steps] == ["0", "", "2★"]
+    single = figures.attention_time_lapse(epochs[:1], maps[:1], tokens[:1])
+    assert not single.layout.sliders and not single.layout.updatemenus  # one epoch: nothing to play
+
+
+def test_time_lapse_refuses_lists_that_do_not_match():
+    epochs, maps, tokens, probs = lapse_inputs(3)
+    with pytest.raises(ValueError, match="3 epochs, 2 maps"):
+        figures.attention_time_lapse(epochs, maps[:2], tokens, probs)

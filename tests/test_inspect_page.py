@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attention_core import Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, save_run
+if TYPE_CHECKING:
+    from playwright.sync_api import Locator, Page
+
+from attention_core import Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, load_run, save_run
+from attention_core.explain import explain
 from attention_core.model import SEED_MODEL
 from tests.apptest_helpers import array, chart, widget
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "2_Inspect.py")
 KEYS = [
     "inspect_run", "inspect_source", "inspect_text", "inspect_layer", "inspect_head", "inspect_topk", "inspect_threshold",
-    "inspect_method", "inspect_show_position", "inspect_tl_source", "inspect_epoch", "inspect_compare_mode",
+    "inspect_method", "inspect_show_position", "inspect_tl_source", "inspect_tl_layer", "inspect_compare_mode",
     "inspect_compare_text",
 ]
 
@@ -97,16 +104,40 @@ def test_zoom_filter_and_saliency_method(runs: Path) -> None:
     assert names == ["attention (rollout)", "saliency (gradient norm)"]
 
 
-def test_time_lapse_slider_changes_the_figure(runs: Path) -> None:
+def frames(fig: dict) -> dict[str, np.ndarray]:
+    """epoch → the attention map of that frame of the time-lapse."""
+    return {f["name"]: array(f["data"][0]["z"]) for f in fig["frames"]}
+
+
+def test_time_lapse_plays_in_the_browser_and_marks_the_kept_epochs(runs: Path) -> None:
     at = page()
-    slider = at.select_slider(key="inspect_epoch")
-    assert slider.options[0] == "0" and slider.value == 10
-    before = chart(at, "inspect_tl_heatmap")
-    slider.set_value(0).run()
+    fig = chart(at, "inspect_time_lapse")
+    maps = frames(fig)
+    assert list(maps) == ["0", "2", "3", "4", "6", "8", "10"]  # the bundled run's kept weights: one frame each
+    assert not np.allclose(maps["0"], maps["10"])
+    assert np.allclose(array(fig["data"][0]["z"]), maps["10"])  # it opens on the last epoch
+    (buttons,) = fig["layout"]["updatemenus"]
+    play = buttons["buttons"][0]
+    assert play["label"] == "▶ Play" and play["method"] == "animate" and play["args"][0] is None
+    assert play["args"][1]["frame"]["redraw"]  # heatmaps redraw on every frame
+    (slider,) = fig["layout"]["sliders"]
+    assert slider["active"] == 6 and len(slider["steps"]) == 7
+    # Every frame is a kept epoch, named on the epoch axis right above the slider; the run's model (epoch 3,
+    # lowest validation loss) has a star.
+    assert fig["layout"]["xaxis3"]["ticktext"] == ["0", "2", "3★", "4", "6", "8", "10"]
+    captions = " ".join(c.value for c in at.caption)
+    assert "The run's model has the weights of epoch 3 (lowest validation loss): epoch 3 (★) is that model." in captions
+
+
+def test_time_lapse_follows_the_layer_and_head(runs: Path) -> None:
+    at = page()
+    before = frames(chart(at, "inspect_time_lapse"))
+    at.selectbox(key="inspect_tl_layer").set_value(0)
+    at.selectbox(key="inspect_tl_head").set_value(1).run()
     assert not at.exception
-    after = chart(at, "inspect_tl_heatmap")
-    assert "**Epoch 0** · layer 2 · average of heads" in [m.value for m in at.markdown]
-    assert not np.allclose(array(after["data"][0]["z"]), array(before["data"][0]["z"]))
+    assert "**Layer 1 · head 2** · press ▶ to replay the training, or drag the slider" in [m.value for m in at.markdown]
+    after = frames(chart(at, "inspect_time_lapse"))
+    assert list(after) == list(before) and not np.allclose(after["10"], before["10"])
 
 
 def test_time_lapse_replays_the_typed_sentence_or_a_probe(runs: Path) -> None:
@@ -114,19 +145,35 @@ def test_time_lapse_replays_the_typed_sentence_or_a_probe(runs: Path) -> None:
     at.text_input(key="inspect_text").input("the pizza was cold").run()
     assert not at.exception
     assert at.radio(key="inspect_tl_source").value == "This sentence"
-    slider = at.select_slider(key="inspect_epoch")
-    # The bundled run kept its weights at 6 moments of training and at epoch 3, the model it keeps.
-    assert slider.options == ["0", "2", "3", "4", "6", "8", "10"]
-    assert "epoch 3 on this slider is that model" in " ".join(c.value for c in at.caption)
-    assert chart(at, "inspect_tl_heatmap")["data"][0]["x"] == ["the", "pizza", "was", "cold"]
-    before = chart(at, "inspect_tl_heatmap")
-    slider.set_value(0).run()
-    assert not np.allclose(array(chart(at, "inspect_tl_heatmap")["data"][0]["z"]), array(before["data"][0]["z"]))
+    fig = chart(at, "inspect_time_lapse")
+    assert fig["data"][0]["x"] == ["the", "pizza", "was", "cold"]
+    assert all(f["data"][0]["x"] == ["the", "pizza", "was", "cold"] for f in fig["frames"])
     at.radio(key="inspect_tl_source").set_value("A probe sentence").run()
     assert not at.exception
     probe = at.selectbox(key="inspect_probe")
-    assert chart(at, "inspect_tl_heatmap")["data"][0]["x"][0] == probe.value.split()[0]
-    assert at.select_slider(key="inspect_epoch").options == [str(e) for e in range(11)]  # recorded every epoch
+    fig = chart(at, "inspect_time_lapse")
+    assert fig["data"][0]["x"][0] == probe.value.split()[0]
+    assert list(frames(fig)) == [str(e) for e in range(11)]  # recorded every epoch
+    # Only the epochs whose weights the run kept are named and marked on the epoch axis above the slider.
+    assert fig["layout"]["xaxis3"]["ticktext"] == ["0", "2", "3★", "4", "6", "8", "10"]
+    assert fig["layout"]["xaxis3"]["tickvals"] == [0, 2, 3, 4, 6, 8, 10]  # frame numbers: one frame per epoch here
+    kept = next(t for t in fig["data"] if t.get("name") == "weights kept")
+    assert kept["customdata"] == [0, 2, 4, 6, 8, 10]
+    assert next(t for t in fig["data"] if t.get("name") == "the run's model")["customdata"] == [3]
+
+
+def test_saliency_explains_the_predicted_class_and_says_so(runs: Path) -> None:
+    at = page()
+    scores = chart(at, "inspect_scores")["data"][1]  # attention, then saliency (raw values in customdata)
+    run = load_run(Path(__file__).resolve().parents[1] / "data" / "default_run")
+    ex = explain(run, "the food was not good at all")
+    assert np.allclose(array(scores["customdata"]), ex.saliency.numpy(), atol=1e-6)
+    how = next(m.value for m in at.markdown if m.value.startswith("**How to read this.**"))
+    assert f"log-probability of **{ex.label}**" in how
+    assert f"above zero pushes towards **{ex.label}**, one below zero pushes away from it" in how
+    at.selectbox(key="inspect_method").set_value("grad_norm").run()
+    how = next(m.value for m in at.markdown if m.value.startswith("**How to read this.**"))
+    assert "has no sign" in how and "pushes towards" not in how
 
 
 def test_compare_two_sentences(runs: Path) -> None:
@@ -164,19 +211,37 @@ def test_seed_like_run_shows_the_position_index_feature(runs: Path) -> None:
     assert array(features["data"][0]["z"])[:, -1].tolist() == [0, 1, 2, 3, 4, 5, 6]
     at.toggle(key="inspect_show_position").set_value(False).run()
     assert chart(at, "inspect_features")["data"][0]["x"][-1] == "d50"
-    assert at.select_slider(key="inspect_epoch").options == ["0", "1"]
+    assert list(frames(chart(at, "inspect_time_lapse"))) == ["0", "1"]
 
 
-@pytest.mark.e2e
-@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
-def test_clicking_a_map_in_the_grid_zooms_it(tmp_path: Path) -> None:
-    """In a real browser: a click on layer 2, head 3 of the grid selects that map in the zoom selectboxes."""
-    from tests.browser import app_server, browser_page
+BROWSER = pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
 
-    with app_server(tmp_path) as url, browser_page(height=1600) as page:
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from tests.browser import app_server
+
+    with app_server(tmp_path_factory.mktemp("runs")) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def inspect_in_browser(url: str) -> Iterator[tuple[Page, Locator]]:
+    """A fresh session on the Inspect page, its grid drawn: (page, its main area)."""
+    from tests.browser import browser_page
+
+    with browser_page(height=1600) as page:
         page.goto(f"{url}/Inspect")
         main = page.get_by_test_id("stMain")
         main.get_by_text("L2 · H3").first.wait_for()
+        yield page, main
+
+
+@pytest.mark.e2e
+@BROWSER
+def test_clicking_a_map_in_the_grid_zooms_it(server: str) -> None:
+    """In a real browser: a click on layer 2, head 3 of the grid selects that map in the zoom selectboxes."""
+    with inspect_in_browser(server) as (_, main):
         grid = main.locator(".js-plotly-plot").nth(1)  # 0: probabilities, 1: the grid (2 × 5 maps)
         # The invisible click targets: one scatter trace per map, layer by layer (4 heads + average).
         cell = grid.locator(".scatterlayer .trace").nth(1 * 5 + 2).locator("path.point").first
@@ -184,3 +249,23 @@ def test_clicking_a_map_in_the_grid_zooms_it(tmp_path: Path) -> None:
         target = main.get_by_text("Layer 2 · head 3", exact=True)  # the zoomed map's title (the export note names it too)
         cell.click(force=True)  # force: the marker is transparent on purpose
         target.wait_for()
+
+
+@pytest.mark.e2e
+@BROWSER
+def test_the_time_lapse_plays_in_the_browser(server: str) -> None:
+    """▶ replays the training in the browser: the figure's title goes from epoch 0 to the last epoch on its own."""
+    with inspect_in_browser(server) as (page, main):
+        main.get_by_role("tab", name="Time-lapse").click()
+        lapse = main.locator(".js-plotly-plot", has_text="▶ Play")
+        title = lapse.locator(".gtitle")
+        title.filter(has_text="Epoch 10").wait_for()  # opens on the last epoch
+        seen = set()
+        lapse.get_by_text("▶ Play").click()
+        for _ in range(200):  # the frames change the title in the browser; no page run takes part
+            seen.add(title.text_content().split("·")[0].strip())
+            if len(seen) > 2 and "Epoch 10" in seen and title.text_content().startswith("Epoch 10"):
+                break
+            page.wait_for_timeout(100)
+        assert {"Epoch 0", "Epoch 10"} <= seen and len(seen) >= 3, seen
+        assert not main.get_by_test_id("stException").count()

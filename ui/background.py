@@ -63,7 +63,8 @@ def keep_alive(pages: dict[str, Any], current: str) -> None:
             if job.alive:
                 job.heartbeat()
                 if page == current:  # its view may be scrolled away, or not drawn (no data chosen); the
-                    st.caption(f"{label}: in progress.")  # state and numbers there change faster than this does
+                    # numbers there change faster than this does, so only whether it trains or waits
+                    st.caption(f"{label}: {'paused' if state.startswith('paused') else 'in progress'}.")
                     continue
                 st.progress(fraction, text=f"{label}: {state} · epoch {epoch}/{epochs}")
                 st.page_link(pages[page], label=f"Watch on {pages[page].title}", icon=":material/monitoring:")

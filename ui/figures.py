@@ -255,11 +255,23 @@ def class_balance(counts: Mapping[str, int]) -> go.Figure:
 
 
 def length_histogram(lengths: Sequence[int], *, limit: int | None = None) -> go.Figure:
-    fig = go.Figure(go.Histogram(x=list(lengths), marker_color="#1f77b4", nbinsx=40))
-    if limit:
-        fig.add_vline(x=limit, line_dash="dash", line_color="#d62728", annotation_text=f"truncated beyond {limit}")
-    fig.update_layout(template=TEMPLATE, height=240, margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                      title="sentence length (tokens)", xaxis={"title": "tokens"}, yaxis={"title": "rows"})
+    """Rows per sentence length, the x axis fitted to the data; ``limit`` (the truncation length)
+    is a dashed line where some rows exceed it, and a note in the title where none does (a line
+    beyond the data would stretch the axis and squeeze the bars to one side)."""
+    n = np.asarray(lengths, dtype=int)
+    longest = int(n.max()) if n.size else 1
+    size = -(-(longest + 1) // 40)  # whole tokens per bar, at most ~40 bars
+    fig = go.Figure(go.Histogram(x=n, marker_color="#1f77b4", xbins={"start": -0.5, "end": longest + 0.5, "size": size},
+                                 hovertemplate="%{x} tokens: %{y:,} rows<extra></extra>"))
+    title = "sentence length (tokens)"
+    if limit and longest > limit:
+        cut = int((n > limit).sum())
+        fig.add_vline(x=limit + 0.5, line_dash="dash", line_color="#d62728", annotation_position="top left",
+                      annotation_text=f"truncated beyond {limit}: {cut:,} row{'s' * (cut != 1)}")
+    elif limit:
+        title += f" · none longer than the {limit}-token limit"
+    fig.update_layout(template=TEMPLATE, height=240, margin={"l": 10, "r": 10, "t": 30, "b": 10}, title=title,
+                      xaxis={"title": "tokens", "range": [-0.5, longest + size - 0.5]}, yaxis={"title": "rows"})
     return fig
 
 
@@ -357,18 +369,146 @@ def feature_heatmap(features: np.ndarray, tokens: Sequence[str], feature_names: 
     return fig
 
 
-def probability_timeline(epochs: Sequence[int], probabilities: Sequence[Mapping[str, float]], *, current: int | None = None) -> go.Figure:
-    """Each class's probability for one sentence, epoch by epoch; a dashed line marks ``current``."""
-    fig = go.Figure()
-    labels = list(probabilities[0]) if probabilities else []
-    for label in labels:
-        fig.add_trace(go.Scatter(x=list(epochs), y=[p.get(label) for p in probabilities], name=label, mode="lines+markers",
-                                 hovertemplate="epoch %{x}: %{y:.1%}<extra>" + label + "</extra>"))
-    if current is not None:
-        fig.add_vline(x=current, line_dash="dash", line_color="#888")
-    fig.update_layout(template=TEMPLATE, height=240, margin={"l": 10, "r": 10, "t": 10, "b": 10},
-                      xaxis={"title": "epoch"}, yaxis={"range": [0, 1.02], "tickformat": ".0%", "title": "probability"},
-                      legend={"orientation": "h", "y": -0.35})
+def attention_time_lapse(
+    epochs: Sequence[int],
+    weights: Sequence[np.ndarray],
+    tokens: Sequence[Sequence[str]],
+    probabilities: Sequence[Mapping[str, float]] = (),
+    *,
+    kept: Sequence[int] = (),
+    model_epoch: int | None = None,
+) -> go.Figure:
+    """One attention map over training, played in the browser: a frame per epoch, ▶ / ❚❚ buttons and a slider.
+
+    ``weights[i]`` (T, T) and ``tokens[i]`` are the map at ``epochs[i]``; with ``probabilities``
+    (label → p per epoch) the map has the prediction beside it and, right above the slider and
+    aligned with its steps, each class's probability over the epochs, where a cursor follows
+    the frame. ``kept`` are the epochs whose weights the run kept (▲ on that epoch axis, and
+    its labels), ``model_epoch`` the weights the run's model has (★). Frames change only the
+    map, the bars, the cursor and the title, so playing needs no round trip to the server.
+    The figure opens on the last epoch; ▶ plays from the first.
+    """
+    epochs = [int(e) for e in epochs]
+    n = len(epochs)
+    if not n or len(weights) != n or len(tokens) != n:
+        raise ValueError(f"need one map and one token list per epoch: {n} epochs, {len(weights)} maps, "
+                         f"{len(tokens)} token lists")
+    has_probs = bool(probabilities) and all(probabilities)
+    labels = list(probabilities[0]) if has_probs else []
+    marked = {int(e) for e in kept} | ({model_epoch} if model_epoch is not None else set())
+
+    def title(i: int) -> str:
+        if not has_probs:
+            return f"<b>Epoch {epochs[i]}</b>"
+        p = probabilities[i]
+        best = max(p, key=p.get)
+        return f"<b>Epoch {epochs[i]}</b> · prediction: {best} ({p[best]:.0%})"
+
+    def heatmap(i: int) -> go.Heatmap:
+        w = np.asarray(weights[i], dtype=float)
+        toks = _dedupe(tokens[i])
+        return go.Heatmap(z=w, x=toks, y=toks, zmin=0.0, zmax=1.0, colorscale=COLORSCALE,
+                          texttemplate="%{z:.2f}" if w.size <= 144 else None,
+                          colorbar={"title": "weight", "thickness": 10, "len": 0.6 if has_probs else 1.0,
+                                    "x": 0.56 if has_probs else 1.0, "y": 1.0, "yanchor": "top"},
+                          hovertemplate="<b>%{y}</b> → <b>%{x}</b><br>weight %{z:.4f}<extra></extra>")
+
+    def bars(i: int) -> go.Bar:
+        values = [probabilities[i][k] for k in labels]
+        best = max(range(len(values)), key=values.__getitem__)
+        return go.Bar(x=values, y=labels, orientation="h", text=[f"{k} {v:.1%}" for k, v in zip(labels, values, strict=True)],
+                      textposition=["inside" if v >= 0.35 else "outside" for v in values], insidetextanchor="start",
+                      textangle=0, cliponaxis=False,
+                      marker_color=["#1f77b4" if j == best else "#b0c4de" for j in range(len(values))],
+                      hovertemplate="%{y}: %{x:.2%}<extra></extra>", showlegend=False)
+
+    def cursor(i: int) -> go.Scatter:
+        return go.Scatter(x=[i, i], y=[0, 1], mode="lines", line={"color": "#444", "dash": "dash"}, hoverinfo="skip",
+                          showlegend=False)
+
+    map_height = max(260, 34 * max(len(tok) for tok in tokens) + 120)
+    last = n - 1
+    if has_probs:
+        # The epoch strip is drawn over frame numbers 0…n−1, like the slider's steps, and spans the
+        # slider's width: a slider step sits 10 px in from each end (plotly.js), so the axis range
+        # reaches that far beyond the first and last frames (for a figure ~800 px wide).
+        inset = max(n - 1, 1) * 10 / 780
+        fig = make_subplots(rows=2, cols=2, specs=[[{}, {}], [{"colspan": 2}, None]], column_widths=[0.6, 0.4],
+                            row_heights=[map_height, 150], horizontal_spacing=0.14, vertical_spacing=0.14,
+                            subplot_titles=("", "probability of each class", "", ""))
+        fig.add_trace(heatmap(last), row=1, col=1)
+        fig.add_trace(bars(last), row=1, col=2)
+        frames_x = list(range(n))
+        for label in labels:
+            fig.add_trace(go.Scatter(x=frames_x, y=[p[label] for p in probabilities], name=label, mode="lines",
+                                     customdata=epochs, hovertemplate="epoch %{customdata}: %{y:.1%}<extra>" + label
+                                     + "</extra>"), row=2, col=1)
+        fig.add_trace(cursor(last), row=2, col=1)
+        moving = [0, 1, len(fig.data) - 1]  # the traces a frame replaces
+        kept_at = [i for i, e in enumerate(epochs) if e in marked and e != model_epoch]
+        if kept_at:
+            fig.add_trace(go.Scatter(x=kept_at, y=[0.0] * len(kept_at), mode="markers", name="weights kept",
+                                     marker={"symbol": "triangle-up", "size": 11, "color": "#555"}, cliponaxis=False,
+                                     customdata=[epochs[i] for i in kept_at],
+                                     hovertemplate="epoch %{customdata}: the run kept its weights<extra></extra>"),
+                          row=2, col=1)
+        if model_epoch in epochs:
+            at = epochs.index(model_epoch)
+            fig.add_trace(go.Scatter(x=[at], y=[0.0], mode="markers", name="the run's model", cliponaxis=False,
+                                     marker={"symbol": "star", "size": 14, "color": "#d62728"}, customdata=[model_epoch],
+                                     hovertemplate="epoch %{customdata}: the weights of the run's model<extra></extra>"),
+                          row=2, col=1)
+        ticks = [i for i, e in enumerate(epochs) if e in marked] or sorted({round(k * last / 8) for k in range(9)})
+        fig.update_xaxes(side="top", tickangle=-45, row=1, col=1)
+        fig.update_yaxes(autorange="reversed", row=1, col=1)
+        fig.update_xaxes(range=[0, 1], tickformat=".0%", row=1, col=2)
+        fig.update_yaxes(autorange="reversed", showticklabels=False, row=1, col=2)  # the bars name their class
+        fig.update_xaxes(range=[-inset, last + inset], tickvals=ticks, showgrid=False, zeroline=False,
+                         ticktext=[f"{epochs[i]}★" if epochs[i] == model_epoch else str(epochs[i]) for i in ticks],
+                         title={"text": "epoch", "standoff": 4}, row=2, col=1)
+        fig.update_yaxes(range=[-0.08, 1.04], tickformat=".0%", title="probability", row=2, col=1)
+        height = map_height + 150 + 205
+        strip_top = fig.layout.yaxis3.domain[1]  # the legend goes just above the epoch strip
+        step_labels = [""] * n  # the strip's axis, right above, names the epochs
+    else:
+        fig = go.Figure(heatmap(last))
+        moving = [0]
+        fig.update_layout(xaxis={"side": "top", "tickangle": -45}, yaxis={"autorange": "reversed"})
+        height = map_height + 150
+        strip_top = 0.0
+        step_labels = [f"{e}★" if e == model_epoch else str(e) if e in marked or not marked else "" for e in epochs]
+
+    def frame(i: int) -> go.Frame:
+        data = [heatmap(i)] + ([bars(i), cursor(i)] if has_probs else [])
+        return go.Frame(name=str(epochs[i]), data=data, traces=moving, layout={"title": {"text": title(i)}})
+
+    fig.frames = [frame(i) for i in range(n)]
+    duration = int(min(700, max(120, 6000 / n)))  # about 6 s for the whole training
+    play = {"frame": {"duration": duration, "redraw": True}, "transition": {"duration": 0}, "fromcurrent": False,
+            "mode": "immediate"}
+    fig.update_layout(
+        template=TEMPLATE, height=height, margin={"l": 10, "r": 20, "t": 60, "b": 10},
+        title={"text": title(last), "x": 0, "xanchor": "left", "y": 1, "yanchor": "top", "yref": "container",
+               "pad": {"t": 12, "l": 10}},
+        legend={"orientation": "h", "y": strip_top + 0.01, "yanchor": "bottom", "x": 1, "xanchor": "right"},
+        sliders=[{
+            "active": last, "x": 0, "len": 1, "y": 0, "yanchor": "top", "pad": {"t": 45 if has_probs else 10, "l": 0, "r": 0},
+            "currentvalue": {"visible": False},  # (it shows a step's label; the title names the epoch)
+            "ticklen": 4, "minorticklen": 4,
+            "steps": [{"label": label, "method": "animate",
+                       "args": [[str(e)], {"frame": {"duration": 0, "redraw": True}, "mode": "immediate",
+                                           "transition": {"duration": 0}}]} for e, label in zip(epochs, step_labels, strict=True)],
+        }] if n > 1 else [],
+        updatemenus=[{
+            "type": "buttons", "direction": "left", "showactive": False, "x": 0, "xanchor": "left", "y": 0,
+            "yanchor": "top", "pad": {"t": 95 if has_probs else 60},
+            "buttons": [
+                {"label": "▶ Play", "method": "animate", "args": [None, play]},
+                {"label": "❚❚ Pause", "method": "animate",
+                 "args": [[None], {"frame": {"duration": 0, "redraw": False}, "mode": "immediate"}]},
+            ],
+        }] if n > 1 else [],
+    )
     return fig
 
 
