@@ -355,8 +355,10 @@ def _claim_free_folder(runs_dir: Path, name: str) -> Path:
 
 
 def save_new_run(run: Run, runs_dir: str | os.PathLike, name: str) -> Path:
-    """Save under ``runs_dir / name``, or ``name-2``, ``name-3``… — never over anything."""
+    """Save under ``runs_dir / name``, or ``name-2``, ``name-3``… — never over anything. The run
+    is then named after its folder."""
     path = _claim_free_folder(Path(runs_dir), name)
+    run.name = path.name
     try:
         return save_run(run, path)  # replaces the empty claimed folder
     except BaseException:

@@ -131,7 +131,8 @@ def test_train_upload_start_watch_finish_then_inspect(server):
         # The time-lapse replays the inspected sentence through the weights the run kept while training.
         main.get_by_role("tab", name="Time-lapse").click()
         main.get_by_text("at every kept epoch").wait_for()
-        assert main.get_by_text(re.compile(r"Prediction at epoch \d+:")).count() == 1
+        assert main.locator(".js-plotly-plot", has_text="▶ Play").locator(".gtitle").filter(
+            has_text=re.compile(r"Epoch \d+ · prediction:")).count() == 1
 
 
 def test_train_on_a_word_vector_file_of_your_own(server, tmp_path):

@@ -146,3 +146,16 @@ def test_time_lapse_refuses_lists_that_do_not_match():
     epochs, maps, tokens, probs = lapse_inputs(3)
     with pytest.raises(ValueError, match="3 epochs, 2 maps"):
         figures.attention_time_lapse(epochs, maps[:2], tokens, probs)
+
+
+def test_attention_grid_labels_tokens_once_per_row_and_column_of_maps():
+    """Token labels under the last row of maps and left of the first column only: elsewhere they ran
+    into the titles below them and the maps to their left (Home's grid, issue 12)."""
+    n_layers, n_heads = 2, 4
+    fig = figures.attention_grid(np.full((n_layers, n_heads, 3, 3), 1 / 3), ["a", "b", "c"])
+    cols = n_heads + 1
+    for i in range(n_layers * cols):
+        row, col = divmod(i, cols)
+        x, y = fig.layout[f"xaxis{i + 1 if i else ''}"], fig.layout[f"yaxis{i + 1 if i else ''}"]
+        assert x.showticklabels == (row == n_layers - 1), (row, col)
+        assert y.showticklabels == (col == 0), (row, col)

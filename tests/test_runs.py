@@ -440,4 +440,5 @@ def test_runs_saved_at_the_same_moment_under_one_name_get_their_own_folders(run,
         paths = list(pool.map(lambda _: save_new_run(run, tmp_path, "same name"), range(8)))
     assert sorted(p.name for p in paths) == sorted(["same-name"] + [f"same-name-{n}" for n in range(2, 9)])
     assert all(load_run(p).label_names == run.label_names for p in paths)
+    assert {load_run(p).name for p in paths} == {p.name for p in paths}  # each named after its folder, not 'same name'
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)  # no temporary folders left

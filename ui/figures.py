@@ -116,8 +116,14 @@ def attention_grid(attention: np.ndarray, tokens: Sequence[str], *, average: boo
                 row=layer + 1,
                 col=h + 1,
             )
-    fig.update_yaxes(autorange="reversed", showticklabels=len(toks) <= 16, tickfont={"size": 9})
-    fig.update_xaxes(showticklabels=len(toks) <= 16, tickangle=-60, tickfont={"size": 9})
+    labels = len(toks) <= 16
+    fig.update_yaxes(autorange="reversed", showticklabels=labels, tickfont={"size": 9})
+    fig.update_xaxes(showticklabels=labels, tickangle=-60, tickfont={"size": 9})
+    if labels:  # once per row / column of maps: elsewhere they run into the titles below and the maps to their left
+        for layer in range(1, n_layers):
+            fig.update_xaxes(showticklabels=False, row=layer)
+        for col in range(2, cols + 1):
+            fig.update_yaxes(showticklabels=False, col=col)
     fig.update_layout(template=TEMPLATE, height=cell * n_layers + 60, margin={"l": 10, "r": 10, "t": 40, "b": 10})
     return fig
 
@@ -313,8 +319,7 @@ def selectable_attention_grid(attention: np.ndarray, tokens: Sequence[str], *, c
     Plotly heatmaps send no selection events, so an invisible marker sits on every cell (every
     few cells of a long sentence, where a cell is a few pixels wide); a click selects one whose
     ``customdata`` is ``[layer, head, weight]`` (head = H for the average column), and hovering
-    shows that marker's query, key and weight. Token labels are drawn once per row / column of
-    maps so they do not run into the titles.
+    shows that marker's query, key and weight.
     """
     a = np.asarray(attention, dtype=float)
     n_layers, n_heads, t = a.shape[0], a.shape[1], a.shape[-1]
@@ -340,11 +345,6 @@ def selectable_attention_grid(attention: np.ndarray, tokens: Sequence[str], *, c
             )
     fig.update_xaxes(range=[-0.5, t - 0.5], autorange=False)
     fig.update_yaxes(range=[t - 0.5, -0.5], autorange=False)
-    if t <= 16:
-        for layer in range(1, n_layers):  # x labels only under the last row of maps
-            fig.update_xaxes(showticklabels=False, row=layer)
-        for col in range(2, n_heads + 2):  # y labels only left of the first column
-            fig.update_yaxes(showticklabels=False, col=col)
     fig.update_layout(clickmode="event+select", dragmode=False, hovermode="closest")
     return fig
 
