@@ -145,11 +145,11 @@ class Run:
         )
 
 
-def _config_dict(run: Run) -> dict:
+def _config_dict(run: Run, name: str) -> dict:
     return {
         "format": FORMAT,
         "version": VERSION,
-        "name": run.name,
+        "name": name,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "labels": list(run.label_names),
         "model": run.model_config.to_dict(),
@@ -157,8 +157,8 @@ def _config_dict(run: Run) -> dict:
     }
 
 
-def save_run(run: Run, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
-    """Write ``run`` to the directory ``path`` atomically.
+def save_run(run: Run, path: str | os.PathLike, *, overwrite: bool = False, name: str | None = None) -> Path:
+    """Write ``run`` to the directory ``path`` atomically, named ``name`` (default: ``run.name``).
 
     ``path`` may be missing or an empty folder; a folder holding a run is replaced only with
     ``overwrite=True``. Anything else there (a file, a link, a folder with other files) is
@@ -173,7 +173,7 @@ def save_run(run: Run, path: str | os.PathLike, *, overwrite: bool = False) -> P
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".run-saving-", dir=path.parent))
     try:
-        (tmp / "config.json").write_text(json.dumps(_config_dict(run), indent=2))
+        (tmp / "config.json").write_text(json.dumps(_config_dict(run, name or run.name), indent=2))
         (tmp / "vocab.json").write_text(json.dumps(run.encoder.to_dict()))
         history = run.history.to_dict()
         history["validation"] = {"texts": list(run.validation[0]), "labels": list(run.validation[1])}
@@ -358,9 +358,8 @@ def save_new_run(run: Run, runs_dir: str | os.PathLike, name: str) -> Path:
     """Save under ``runs_dir / name``, or ``name-2``, ``name-3``… — never over anything. The run
     is then named after its folder."""
     path = _claim_free_folder(Path(runs_dir), name)
-    run.name = path.name
     try:
-        return save_run(run, path)  # replaces the empty claimed folder
+        return save_run(run, path, name=path.name)  # replaces the empty claimed folder
     except BaseException:
         with suppress(OSError):
             path.rmdir()

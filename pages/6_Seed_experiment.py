@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -175,7 +174,7 @@ for col, (key, title) in zip(st.columns(3, gap="medium"), VARIANTS.items(), stri
     if col.button("Save to my runs", icon=":material/save:", key=f"seedexp_save_{key}"):
         name = f"seed-experiment-{key}"
         try:  # a free name: seed-experiment-head, seed-experiment-head-2, …
-            path = save_new_run(replace(run, name=name), runs_dir(), name)
+            path = save_new_run(run, runs_dir(), name)
         except InputError as err:
             col.error(f"Could not save it: {err}")
         except OSError as err:
