@@ -92,7 +92,7 @@ def test_saving_a_variant_takes_a_free_name_and_touches_nothing_else(runs: Path)
                                                       "seed-experiment-head-3"]
     assert [p.name for p in mine.iterdir()] == ["notes.txt"] and (mine / "notes.txt").read_bytes() == b"my notes\n"
     assert "Saved as `seed-experiment-head-3`" in at.success[0].value
-    assert load_run(runs / "seed-experiment-head-2").name == "seed-experiment-head"  # not the job's key, "head"
+    assert load_run(runs / "seed-experiment-head-2").name == "seed-experiment-head-2"  # its folder, not the job's key "head"
 
 
 def test_saving_where_no_folder_can_be_made_is_an_error_not_a_traceback(runs: Path) -> None:
