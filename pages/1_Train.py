@@ -171,9 +171,7 @@ if job is not None:
             st.error(f"{snap.message}")
         else:
             st.success(train_views.ending(snap, job.train_config.time_budget))
-        if snap.run_path is not None and st.session_state.get("train_picked") is not job:
-            st.session_state["train_picked"] = job  # once: the learner may pick another model afterwards
-            st.session_state["active_run"] = snap.run_path.name  # the model picker of every page opens the new run
+        background.open_new_run(job)
         if job.run is not None and job.run.history.epochs:
             st.header("3 · Results")
             train_views.results(job.run, job.run_path, job.validation_probs)

@@ -94,3 +94,25 @@ def test_no_tracked_job_nothing_drawn_and_the_module_does_not_load_torch():
     out = subprocess.run([sys.executable, "-c", "import sys, ui.background; print('torch' in sys.modules)"], cwd=ROOT,
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_training_that_ends_while_the_learner_is_on_home_opens_its_run_in_the_model_picker(tmp_path, monkeypatch):
+    """Home's picker showed the old model after a training ended elsewhere (only the Train page opened the new run)."""
+    import shutil
+
+    runs = tmp_path / "runs"
+    shutil.copytree(ROOT / "data" / "default_run", runs / "just-trained")
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(runs))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    job = FakeJob()
+    at.session_state["background_jobs"] = {"train": (job, "Training “just-trained”", "Train")}
+    at.session_state["home_text"] = "the food was not good at all"
+    at.run()
+    assert "active_run" not in at.session_state or at.session_state["active_run"] != "just-trained"
+    job.state, job.run_path = "finished", runs / "just-trained"
+    at.run()
+    assert not at.exception
+    assert at.session_state["active_run"] == "just-trained" and at.sidebar.selectbox[0].value == "just-trained"
+    at.sidebar.selectbox[0].select(at.sidebar.selectbox[0].options[0]).run()  # the learner's own choice then stands
+    at.run()
+    assert at.session_state["active_run"] == at.sidebar.selectbox[0].options[0]

@@ -29,6 +29,16 @@ def forget(key: str) -> None:
     st.session_state.get(KEY, {}).pop(key, None)
 
 
+def open_new_run(job: Any) -> None:
+    """Once per saved run: the model picker of every page opens the run ``job`` saved (the
+    learner may pick another afterwards, and that choice stands)."""
+    path = getattr(job, "run_path", None) if job.done else None
+    opened = st.session_state.setdefault("runs_opened_after_training", set())
+    if path is not None and str(path) not in opened:
+        opened.add(str(path))
+        st.session_state["active_run"] = path.name
+
+
 def keep_alive(pages: dict[str, Any], current: str) -> None:
     """Called by the router on every page run, before the page: heartbeats for the session's jobs
     every few seconds, and a sidebar line for each (with a link to its page from the others).
@@ -45,6 +55,7 @@ def keep_alive(pages: dict[str, Any], current: str) -> None:
     if not tracked:
         return
     for key, (job, _, page) in list(tracked.items()):
+        open_new_run(job)
         if page == current and job.done:  # the learner is back where its results are shown
             del tracked[key]
     if not tracked:

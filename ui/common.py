@@ -76,13 +76,20 @@ def get_run(path: Path) -> Run:
     return cache[key]
 
 
+def _picked(key: str) -> None:
+    st.session_state["active_run"] = st.session_state[key]  # the learner's choice, before the page runs
+
+
 def active_run_picker(key: str, *, label: str = "Model") -> tuple[Path, Run] | None:
     """A selectbox of runs (shared choice across pages); shows an error and returns None if it fails."""
     choices = run_choices()
     names = list(choices)
     current = st.session_state.get("active_run")
     index = names.index(current) if current in names else 0
-    name = st.selectbox(label, names, index=index, key=key, help="The bundled model, or any run you trained.")
+    if current in names and st.session_state.get(key) not in (None, current):
+        st.session_state[key] = current  # chosen elsewhere since (another page, a training that ended): it wins
+    name = st.selectbox(label, names, index=index, key=key, help="The bundled model, or any run you trained.",
+                        on_change=_picked, args=(key,))
     st.session_state["active_run"] = name
     try:
         return choices[name], get_run(choices[name])
