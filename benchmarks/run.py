@@ -1,4 +1,4 @@
-"""Attention Playground benchmarks: five figures measured side by side in one process.
+"""Attention Playground benchmarks: six figures measured side by side in one process.
 
 Run from the repository root::
 
@@ -28,6 +28,11 @@ What is measured, and why:
    400,000 lines of text): its first read (gensim's parse, kept in the cache) against a later
    read (the parsed copy, memory-mapped), as every training process and server start reads it.
    Goal: a later read ≥ 5× faster.
+6. ``cli_threads`` — the command line's training throughput (``default`` preset, UCI data)
+   with its default thread count (:func:`attention_core.threads.auto_threads`), ``--threads 1``
+   and ``--threads 2``: quiet, beside a busy-loop process, and beside a second training with the
+   same setting. Two OpenMP threads collapse beside anything busy; the default must not.
+   Goals: quiet ≥ 90 % of the faster fixed count; beside either neighbour ≥ 80 % of 1 thread.
 
 Every section also records how much CPU other processes used while it ran (from
 ``/proc/stat``): figures taken while another process competes for the 2 cores are not
@@ -53,8 +58,9 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -83,6 +89,8 @@ from attention_core import (
 )
 from attention_core.backprop import seed_fast_path_applies
 from attention_core.metrics import Metrics
+from attention_core.threads import OtherProcessesCpu, ThreadTuner, auto_threads
+from attention_core.training import StepEvent
 from benchmarks.seed_numpy import train_seed_numpy
 from benchmarks.seed_numpy_vectorized import train_seed_numpy_vectorized
 
@@ -97,6 +105,7 @@ SPEEDUP_GOAL = 2.0  # seed preset vs the NumPy port of the post
 LATENCY_GOAL_MS = 5.0  # median Run.predict on 32 tokens
 TIME_BUDGET_S = 60.0  # CPU training seconds allowed to beat TF-IDF
 DISTURBED_CORES = 0.1  # other processes using more than this many cores on average → figures suspect
+TORCH_THREADS = torch.get_num_threads()  # torch's own count (one per core) before any section changes it
 
 
 # -- results --------------------------------------------------------------------------------------------
@@ -138,6 +147,7 @@ class Section:
     goals: list[Goal] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
+    own_neighbours: bool = False  # the section starts other processes itself and judges its quiet part
 
     def add(self, key: str, value: Any, unit: str = "") -> Any:
         self.figures[key] = _round(value)
@@ -169,17 +179,10 @@ class CpuSampler:
 
     def __init__(self) -> None:
         self.cores: list[float | None] = []
-        self._last = self._now()
-
-    @staticmethod
-    def _now() -> tuple[float, float, float | None]:
-        return time.perf_counter(), time.process_time(), _busy_seconds()
+        self._others = OtherProcessesCpu()
 
     def mark(self, *_: object) -> float | None:
-        (wall0, own0, busy0), (wall1, own1, busy1) = self._last, self._now()
-        self._last = (wall1, own1, busy1)
-        known = busy0 is not None and busy1 is not None and wall1 > wall0
-        self.cores.append(max(0.0, (busy1 - busy0 - (own1 - own0)) / (wall1 - wall0)) if known else None)
+        self.cores.append(self._others())
         return self.cores[-1]
 
 
@@ -194,16 +197,6 @@ class CpuMonitor:
         self.seconds = time.perf_counter() - self.start
         self.other_cores = self.sampler.mark()
         self.load_after = os.getloadavg()[0]
-
-
-def _busy_seconds() -> float | None:
-    """Seconds of CPU time all processes have used since boot, or None off Linux."""
-    try:
-        fields_ = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    except (OSError, ValueError):
-        return None
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields_ + [0] * 8)[:8]
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -546,6 +539,241 @@ def bench_vectors_file_cache(quick: bool) -> Section:
     return s
 
 
+# -- 6. the command line's thread count beside other work ---------------------------------------------------
+
+# Thread settings compared: the command line's default (no --threads) and the two fixed counts.
+THREAD_POLICIES = ("default", "1", "2")
+NEIGHBOURS = ("quiet", "busy core", "another training")
+TRAIN_BESIDE_FLAG = "--train-beside"  # run.py started as the neighbour training (see train_beside)
+NEIGHBOUR_SETTLE_S = 2.0  # seconds the neighbour training runs with a setting before the runs beside it
+
+
+def thread_policy(policy: str) -> ThreadTuner | None:
+    """Apply a thread setting as the command line does: ``"default"`` → the tuner of
+    :func:`attention_core.threads.auto_threads` (fed every step), a number → ``--threads N``."""
+    torch.set_num_threads(TORCH_THREADS)  # torch's own count, as a fresh process starts with
+    if policy == "default":
+        return auto_threads()
+    torch.set_num_threads(int(policy))
+    return None
+
+
+def tuned_run(trainer: Trainer, tuner: ThreadTuner | None, on_step: Callable[[StepEvent], None] | None = None,
+              seconds_by_threads: dict[int, float] | None = None) -> TrainResult:
+    """``trainer.run()`` with ``tuner`` fed every step; ``seconds_by_threads`` gets the training
+    seconds spent at each thread count."""
+    last = [0.0]
+
+    def step(ev: StepEvent) -> None:
+        if seconds_by_threads is not None:
+            threads = tuner.current if tuner is not None else torch.get_num_threads()
+            seconds_by_threads[threads] = seconds_by_threads.get(threads, 0.0) + ev.seconds - last[0]
+            last[0] = ev.seconds
+        if tuner is not None:
+            tuner.update(ev.examples_seen, ev.seconds)
+        if on_step is not None:
+            on_step(ev)
+
+    return trainer.run(on_step=step)
+
+
+def train_beside() -> None:
+    """The neighbour of the "another training" runs: trains the ``default`` preset on the UCI data
+    until its stdin closes, taking commands on stdin, one a line (carried out by the training
+    thread between two steps, where the tuner is fed too):
+
+    * ``policy P`` — train with thread setting ``P`` from now on (a fresh tuner, as a new run
+      starts with); answers ``policy P`` on stdout once applied;
+    * ``mark`` — start counting (answers ``mark``); ``end`` — answer, as one JSON line, the
+      examples trained and the wall seconds since ``mark`` (each taken when the step under way
+      when the command came has ended).
+    """
+    import threading
+
+    embeddings = embeddings_for(None)
+    dataset = read_csv(UCI_CSV, embeddings)
+    model_cfg, train_cfg = preset("default", epochs=100_000, snapshots=0)
+    trainer = Trainer(model_cfg, train_cfg, dataset, embeddings)
+    commands: list[str] = []
+    lock = threading.Lock()
+    state: dict[str, Any] = {"tuner": None, "mark": (0, 0.0)}
+
+    def on_step(ev: StepEvent) -> None:
+        with lock:
+            todo = commands[:]
+            commands.clear()
+        for command in todo:
+            if command.startswith("policy "):
+                state["tuner"] = thread_policy(command.removeprefix("policy "))
+            elif command == "mark":
+                state["mark"] = (ev.examples_seen, time.perf_counter())
+            elif command == "end":
+                n0, t0 = state["mark"]
+                command = json.dumps({"examples": ev.examples_seen - n0, "seconds": time.perf_counter() - t0})
+            print(command, flush=True)
+        if state["tuner"] is not None:
+            state["tuner"].update(ev.examples_seen, ev.seconds)
+
+    def read_commands() -> None:
+        for line in sys.stdin:
+            with lock:
+                commands.append(line.strip())
+        trainer.stop()
+
+    threading.Thread(target=read_commands, daemon=True).start()
+    trainer.run(on_step=on_step)
+
+
+class NeighbourTraining:
+    """A second training process (:func:`train_beside`), switched between thread settings."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), TRAIN_BESIDE_FLAG], cwd=ROOT,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.policy: str | None = None
+
+    def ask(self, command: str) -> str:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline().strip()
+        if not answer:
+            raise RuntimeError(f"the neighbour training ended (exit {self.proc.wait()})")
+        return answer
+
+    def use(self, policy: str) -> None:
+        """Train with ``policy`` from now on, and for NEIGHBOUR_SETTLE_S before returning."""
+        if policy != self.policy:
+            self.ask(f"policy {policy}")
+            self.policy = policy
+            time.sleep(NEIGHBOUR_SETTLE_S)  # past its first trials of thread counts: a training already running
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()  # it stops at its next step
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@contextmanager
+def neighbour(kind: str) -> Iterator[NeighbourTraining | None]:
+    """Nothing, a busy-loop process, or a training process, for the ``with`` block."""
+    if kind == "quiet":
+        yield None
+    elif kind == "busy core":
+        proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            time.sleep(0.5)  # the loop is running long before this
+            yield None
+        finally:
+            proc.kill()
+            proc.wait()
+    else:
+        training = NeighbourTraining()
+        try:
+            yield training
+        finally:
+            training.close()
+
+
+@dataclass
+class ThreadCell:
+    """One thread setting beside one neighbour, summed over its runs."""
+
+    examples: int = 0
+    seconds: float = 0.0  # training seconds (History)
+    seconds_on_2: float = 0.0  # of which at 2 threads or more
+    other_core_seconds: float = 0.0  # other processes' CPU during the runs (neighbour included)
+    wall: float = 0.0
+    neighbour_examples: int = 0
+    neighbour_seconds: float = 0.0
+
+    def rate(self) -> float:
+        return self.examples / self.seconds if self.seconds else 0.0
+
+    def neighbour_rate(self) -> float | None:
+        return self.neighbour_examples / self.neighbour_seconds if self.neighbour_seconds else None
+
+
+def run_thread_cell(cell: ThreadCell, policy: str, trainer: Trainer, beside: NeighbourTraining | None) -> None:
+    """Train with ``policy`` (beside ``beside``, with the same policy); add what happened to ``cell``."""
+    if beside is not None:
+        beside.use(policy)
+        beside.ask("mark")
+    tuner, by_threads = thread_policy(policy), {}
+    with CpuMonitor() as cpu:
+        result = tuned_run(trainer, tuner, seconds_by_threads=by_threads)
+    if beside is not None:
+        counted = json.loads(beside.ask("end"))
+        cell.neighbour_examples += counted["examples"]
+        cell.neighbour_seconds += counted["seconds"]
+    cell.examples += result.history.examples_seen
+    cell.seconds += result.history.seconds
+    cell.seconds_on_2 += sum(t for n, t in by_threads.items() if n >= 2)
+    cell.other_core_seconds += (cpu.other_cores or 0.0) * cpu.seconds
+    cell.wall += cpu.seconds
+
+
+def bench_cli_threads(quick: bool) -> Section:
+    """The command line's training throughput for each thread setting, quiet and beside other work."""
+    seconds = 2.0 if quick else 6.0
+    s = Section("cli_threads", f"CLI training (default preset, UCI data, 2 × {seconds / 2:g} s each) by thread "
+                               "setting: quiet, beside a busy core, beside another training", own_neighbours=True)
+    embeddings = embeddings_for(None)
+    dataset = read_csv(UCI_CSV, embeddings)
+    model_cfg, train_cfg = preset("default", epochs=100_000, time_budget=seconds / 2, snapshots=0)
+    table = {kind: {policy: ThreadCell() for policy in THREAD_POLICIES} for kind in NEIGHBOURS}
+    tuned_run(Trainer(model_cfg, replace(train_cfg, time_budget=0.5), dataset, embeddings), thread_policy("1"))  # warm-up
+    for kind in NEIGHBOURS:
+        with neighbour(kind) as beside:
+            # each setting twice, in order and then in reverse: this machine's speed drifts within minutes
+            for policy in (*THREAD_POLICIES, *reversed(THREAD_POLICIES)):
+                run_thread_cell(table[kind][policy], policy, Trainer(model_cfg, train_cfg, dataset, embeddings), beside)
+        print(f"  {kind:<17} " + ", ".join(f"{p}: {table[kind][p].rate():,.0f}" for p in THREAD_POLICIES)
+              + " examples/s", flush=True)
+    torch.set_num_threads(TORCH_THREADS)
+    for kind in NEIGHBOURS:
+        for policy in THREAD_POLICIES:
+            label = "default" if policy == "default" else f"threads_{policy}"
+            s.add(f"{kind.replace(' ', '_')}_{label}", table[kind][policy].rate(), "ex/s")
+    for kind in NEIGHBOURS:
+        s.add(f"{kind.replace(' ', '_')}_other_processes_cores",
+              [c.other_core_seconds / c.wall for c in table[kind].values()], "cores")
+    s.add("another_training_neighbour_ex_per_s", [c.neighbour_rate() for c in table["another training"].values()],
+          "ex/s")
+    s.add("default_share_of_time_on_2_threads",
+          [table[kind]["default"].seconds_on_2 / table[kind]["default"].seconds for kind in NEIGHBOURS])
+    s.add("policies", list(THREAD_POLICIES))
+    s.add("torch_default_threads", TORCH_THREADS)
+    quiet = table["quiet"]
+    s.goals.append(Goal("quiet: default ≥ 90 % of the faster fixed count", quiet["default"].rate(),
+                        0.9 * max(quiet["1"].rate(), quiet["2"].rate())))
+    for kind in ("busy core", "another training"):
+        s.goals.append(Goal(f"beside a {kind.removeprefix('another ')}: default ≥ 80 % of --threads 1",
+                            table[kind]["default"].rate(), 0.8 * table[kind]["1"].rate()))
+    quiet_others = max(s.figures["quiet_other_processes_cores"])
+    if quiet_others > DISTURBED_CORES:
+        s.notes.append(f"DISTURBED: other processes used up to {quiet_others:.2f} cores during the quiet cells; "
+                       "re-run with --only cli_threads on an idle machine")
+    s.notes += [
+        "each setting trains the default preset in this process twice (in order, then in reverse order) for "
+        f"{seconds / 2:g} training seconds, each a fresh start as a CLI run is; examples/s = examples / training "
+        "seconds over both (History's figure, the one the CLI prints); the default is "
+        "attention_core.threads.auto_threads fed every step, as the CLI does without --threads; a number is "
+        "torch.set_num_threads(N) (--threads N)",
+        "busy core: a `while True: pass` process; another training: a second process training the default preset "
+        f"with the same setting (two people running the same command), switched to it {NEIGHBOUR_SETTLE_S:g} s "
+        "before the first run with it; its examples per wall second during the runs are "
+        "another_training_neighbour_ex_per_s",
+        "other_processes_cores: CPU used by every other process during each setting's runs (the neighbour "
+        "included); default_share_of_time_on_2_threads: quiet, busy core, another training",
+    ]
+    return s
+
+
 # -- running and reporting --------------------------------------------------------------------------------
 
 SECTIONS: dict[str, Callable[[bool], Section]] = {
@@ -554,6 +782,7 @@ SECTIONS: dict[str, Callable[[bool], Section]] = {
     "predict_latency": bench_predict_latency,
     "accuracy_vs_tfidf": bench_accuracy_vs_tfidf,
     "vectors_file_cache": bench_vectors_file_cache,
+    "cli_threads": bench_cli_threads,
 }
 
 
@@ -571,7 +800,7 @@ def run_section(name: str, quick: bool, profile: bool) -> Section:
         "loadavg_1min_before": round(cpu.load_before, 2), "loadavg_1min_after": round(cpu.load_after, 2),
         "torch_threads": torch.get_num_threads(),
     }
-    if cpu.other_cores is not None and cpu.other_cores > DISTURBED_CORES:
+    if not section.own_neighbours and cpu.other_cores is not None and cpu.other_cores > DISTURBED_CORES:
         section.notes.append(f"DISTURBED: other processes used {cpu.other_cores:.2f} cores on average during this "
                              f"section; re-run it with --only {name}")
     print_section(section)
@@ -646,6 +875,10 @@ def save(path: Path, meta: dict[str, Any], sections: dict[str, dict[str, Any]], 
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == [TRAIN_BESIDE_FLAG]:  # started by bench_cli_threads as its neighbour training
+        train_beside()
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="few epochs and calls: a smoke test, not figures")
     parser.add_argument("--only", choices=list(SECTIONS), help="run one section (updates just it in the results file)")

@@ -1,17 +1,38 @@
-"""ThreadTuner: try each thread count for a window, keep the fastest, try again later."""
+"""ThreadTuner: try each thread count for a window, keep the fastest, try again later; never
+more threads than the other processes leave cores for. Measurements and load are injected."""
 
 from __future__ import annotations
 
-import pytest
+import types
 
-from attention_core.threads import ThreadTuner
+import pytest
+import torch
+
+from attention_core import threads
+from attention_core.threads import OtherProcessesCpu, ThreadTuner, auto_threads, thread_choices, thread_limit
 
 
 class FakeMachine:
-    """Training whose speed depends on the thread count: ``rates[threads]`` examples per second."""
+    """Training whose speed depends on the thread count: ``rates[threads]`` examples per second;
+    ``others`` cores used by other processes (what the tuner's ``others`` reads); wall time =
+    training time."""
 
-    def __init__(self, rates: dict[int, float]) -> None:
+    def __init__(self, rates: dict[int, float], others: float | None = 0.0) -> None:
         self.rates, self.threads, self.examples, self.seconds, self.calls = rates, None, 0.0, 0.0, []
+        self.others = others
+
+    def tuner(self, **kwargs) -> ThreadTuner:
+        """A tuner that reads this machine's load, on 2 cores."""
+        return ThreadTuner((1, 2), set_threads=self.set_threads, others=lambda: self.others, cores=2,
+                           clock=lambda: self.seconds, **kwargs)
+
+    def run(self, tuner: ThreadTuner, seconds: float, dt: float = 0.01) -> list[int]:
+        """Train for ``seconds``; the thread count after each step."""
+        used = []
+        for _ in range(round(seconds / dt)):
+            self.step(tuner, dt)
+            used.append(self.threads)
+        return used
 
     def set_threads(self, n: int) -> None:
         self.threads = n
@@ -86,3 +107,95 @@ def test_a_single_choice_is_set_once_and_kept():
 def test_bad_choices_are_refused():
     with pytest.raises(ValueError, match="positive"):
         ThreadTuner((0, 2), set_threads=lambda n: None)
+
+
+@pytest.mark.parametrize(("cores", "others", "limit"), [
+    (2, 0.0, 2), (2, 0.25, 2), (2, 0.26, 1), (2, 1.0, 1), (2, 4.0, 1), (2, None, 2), (8, 1.2, 7), (8, 2.6, 5), (1, 0.0, 1),
+])
+def test_thread_limit_leaves_the_cores_other_processes_use(cores, others, limit):
+    assert thread_limit(cores, others) == limit
+
+
+def test_beside_a_busy_neighbour_more_threads_are_never_tried():
+    m = FakeMachine({1: 3000.0, 2: 5000.0}, others=1.0)  # even where 2 threads would measure faster
+    tuner = m.tuner(check_every=1.0)  # the trial of 2 would come at 0.3 s: read before it, not a second later
+    m.run(tuner, 120.0)
+    assert m.calls == [1] and tuner.limit == 1 and tuner.others_cores == 1.0
+
+
+def test_a_neighbour_starting_mid_run_takes_the_core_back_within_a_check():
+    m = FakeMachine({1: 3000.0, 2: 5000.0})
+    tuner = m.tuner(hold=5.0, max_hold=60.0, check_every=1.0)
+    m.run(tuner, 100.0)
+    assert m.threads == 2 and tuner.hold == 60.0  # quiet: 2 threads, checked only once a minute
+    m.others, m.rates[2] = 1.0, 137.0  # another training starts
+    used = m.run(tuner, 120.0)
+    assert 2 not in used[110:]  # back to 1 thread within 1.1 s (a check), not at the end of the hold
+    assert used[-1] == 1 and m.calls[-1] == 1
+
+
+def test_when_the_neighbour_leaves_more_threads_are_tried_at_once():
+    m = FakeMachine({1: 3000.0, 2: 5000.0}, others=1.0)
+    tuner = m.tuner(hold=5.0, max_hold=60.0, check_every=1.0)
+    m.run(tuner, 200.0)
+    assert m.calls == [1]
+    m.others = 0.05
+    used = m.run(tuner, 2.0)
+    assert used[-1] == 2 and tuner.rates[2] > tuner.rates[1]  # a round of trials right after the next check
+
+
+def test_the_limit_does_not_flap_at_the_edge():
+    m = FakeMachine({1: 3000.0, 2: 5000.0}, others=0.9)
+    tuner = m.tuner(check_every=1.0)
+    m.run(tuner, 5.0)
+    m.others = 0.2  # less than BUSY_CORES, not clearly less
+    assert set(m.run(tuner, 30.0)) == {1}
+    m.others = 0.05
+    assert m.run(tuner, 3.0)[-1] == 2
+    m.others = 0.2
+    assert set(m.run(tuner, 30.0)[-100:]) == {2}  # and back down only above BUSY_CORES
+
+
+def test_without_a_reading_trials_decide_alone():
+    m = FakeMachine({1: 3000.0, 2: 5000.0}, others=None)  # e.g. no /proc/stat
+    tuner = m.tuner()
+    assert m.run(tuner, 2.0)[-1] == 2 and tuner.limit == 2
+
+
+def test_other_processes_cpu_leaves_out_our_own(monkeypatch, tmp_path):
+    stat = tmp_path / "stat"
+    clock = {"wall": 100.0, "own": 5.0}
+    monkeypatch.setattr(threads, "PROC_STAT", stat)
+    monkeypatch.setattr(threads, "time", types.SimpleNamespace(monotonic=lambda: clock["wall"],
+                                                               process_time=lambda: clock["own"]))
+    monkeypatch.setattr(threads.os, "sysconf", lambda name: 100)  # clock ticks per second
+
+    def write(cpu0: int, cpu1: int) -> None:  # user ticks per CPU; the total line is their sum
+        stat.write_text(f"cpu  {cpu0 + cpu1} 0 0 999 0 0 0 0 0 0\ncpu0 {cpu0} 0 0 500 0 0 0 0 0 0\n"
+                        f"cpu1 {cpu1} 0 0 499 0 0 0 0 0 0\nintr 1 2 3\n")
+
+    write(1000, 1000)
+    both, second = OtherProcessesCpu([0, 1]), OtherProcessesCpu([1])
+    write(1000 + 150, 1000 + 100)  # 2.5 CPU seconds in 1 s, 1.2 of them ours
+    clock["wall"], clock["own"] = 101.0, 6.2
+    assert both() == pytest.approx(2.5 - 1.2)
+    assert second() == pytest.approx(0.0)  # 1.0 s on cpu1, less than our own 1.2 s: never negative
+    stat.unlink()
+    assert both() is None  # no /proc/stat: unknown, not 0
+
+
+@pytest.mark.parametrize(("most", "choices"), [(1, (1,)), (2, (1, 2)), (4, (1, 2, 4)), (6, (1, 2, 4, 6))])
+def test_thread_choices(most, choices):
+    assert thread_choices(most) == choices
+
+
+def test_auto_threads_starts_on_one_thread_and_tries_up_to_the_cores(monkeypatch):
+    before = torch.get_num_threads()
+    monkeypatch.setattr(threads, "usable_cores", lambda: [0, 1, 2, 3])
+    try:
+        tuner = auto_threads(most=8)
+        assert tuner.choices == (1, 2, 4) and tuner.cores == 4  # no more threads than cores
+        assert torch.get_num_threads() == 1 and tuner.current == 1
+        assert isinstance(tuner._others, OtherProcessesCpu)
+    finally:
+        torch.set_num_threads(before)
