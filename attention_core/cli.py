@@ -54,7 +54,8 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     t.add_argument("--time-budget", type=float, metavar="SECONDS", help="stop training after this many seconds")
     t.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     t.add_argument("--threads", type=int, dest="num_threads", metavar="N",
-                   help="torch CPU threads (default: torch's own choice, one per core)")
+                   help="torch CPU threads (default: chosen while training, up to one per core while "
+                        "other processes leave the cores free, 1 beside a busy one)")
     t.add_argument("--embeddings", metavar="FILE", help="your own word2vec/GloVe file instead of GloVe 6B 50d")
     t.add_argument("--vocab-limit", type=int, help="use only the N most frequent words of the embeddings")
     t.add_argument("--name", help="a display name for the run (default: the directory name)")
@@ -104,6 +105,7 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
     from attention_core.embeddings import EmbeddingSource, load_embeddings
     from attention_core.presets import preset
     from attention_core.runs import Run, save_new_run, save_run
+    from attention_core.threads import auto_threads
     from attention_core.training import Trainer
 
     names = ("epochs", "n_layers", "n_heads", "lr", "batch_size", "seed", "val_fraction", "time_budget", "vocab_limit",
@@ -136,7 +138,9 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
         bar.set_postfix(post, refresh=False)
         bar.update(1)
 
-    result = trainer.run(on_epoch=on_epoch)
+    tuner = auto_threads() if train_cfg.num_threads is None and device == "cpu" else None  # --threads N: fixed
+    on_step = (lambda event: tuner.update(event.examples_seen, event.seconds)) if tuner is not None else None
+    result = trainer.run(on_epoch=on_epoch, on_step=on_step)
     bar.close()
     run = Run.from_result(result, name=args.name or out.name)
     try:

@@ -222,3 +222,25 @@ def test_a_run_is_not_lost_when_its_folder_fills_up_during_training(tmp_path, mo
     assert summary["run"] == str(tmp_path / "run-2")
     assert (out / "draft.txt").read_text() == "saved there while training"
     assert (tmp_path / "run-2" / "model.safetensors").is_file()
+
+
+def test_the_default_thread_count_is_chosen_while_training_and_threads_n_fixes_it(tmp_path, monkeypatch):
+    """One torch thread per core collapsed beside any other work (137 examples/s beside another training):
+    without --threads the CLI trains with attention_core.threads.auto_threads, which watches the other processes."""
+    from attention_core import cli as cli_module
+    from attention_core import threads
+
+    updates: list[tuple[int, float]] = []
+
+    class Watching:
+        def update(self, examples: int, seconds: float) -> None:
+            updates.append((examples, seconds))
+
+    monkeypatch.setattr(threads, "auto_threads", lambda *a, **k: Watching())
+    monkeypatch.chdir(ROOT)
+    args = ["train", "data/small.csv", "--epochs", "2", "--layers", "1", "--heads", "1", "--quiet"]
+    assert cli_module.main([*args, "--out", str(tmp_path / "auto")]) == 0
+    assert len(updates) >= 2 and updates[-1][0] > updates[0][0]  # told of every step's progress
+    updates.clear()
+    assert cli_module.main([*args, "--out", str(tmp_path / "fixed"), "--threads", "1"]) == 0
+    assert updates == []

@@ -83,7 +83,7 @@ def test_length_histogram_fits_short_sentences_and_names_the_limit_they_stay_und
     low, high = fig.layout.xaxis.range
     assert low < 0 < 8 < high <= 10  # fitted to the data, not stretched to the limit at 64
     assert not fig.layout.shapes  # no line out beyond the bars
-    assert "none longer than the 64-token limit" in fig.layout.title.text
+    assert "none over the limit, 64" in fig.layout.title.text
     counts = np.histogram([3, 5, 8, 8], bins=np.arange(fig.data[0].xbins.start, high + 1, fig.data[0].xbins.size))[0]
     assert counts.max() == 2 and counts.sum() == 4  # one token per bar: 8 twice
 

@@ -275,7 +275,7 @@ def length_histogram(lengths: Sequence[int], *, limit: int | None = None) -> go.
         fig.add_vline(x=limit + 0.5, line_dash="dash", line_color="#d62728", annotation_position="top left",
                       annotation_text=f"truncated beyond {limit}: {cut:,} row{'s' * (cut != 1)}")
     elif limit:
-        title += f" · none longer than the {limit}-token limit"
+        title += f" · none over the limit, {limit}"
     fig.update_layout(template=TEMPLATE, height=240, margin={"l": 10, "r": 10, "t": 30, "b": 10}, title=title,
                       xaxis={"title": "tokens", "range": [-0.5, longest + size - 0.5]}, yaxis={"title": "rows"})
     return fig
