@@ -257,3 +257,6 @@ def test_an_uploaded_run_whose_name_exists_gets_a_new_one_and_a_bad_zip_is_refus
     assert not at.exception
     assert at.error[0].value.startswith("Cannot upload evil.zip: the archive has an entry outside its own folder")
     assert not (runs_dir.parent / "outside.txt").exists() and set(runs_list(at)) == {"mine", "mine-2"}
+    at.button(key="train_rename").run()  # any other click: the refusal stays in view while the file is in the box
+    assert at.error[0].value.startswith("Cannot upload evil.zip:")
+    assert set(runs_list(at)) == {"mine", "mine-2"}  # and it was not tried again

@@ -236,17 +236,20 @@ def runs_manager(runs_dir: Path) -> None:
     """
     st.caption(f"Runs are saved in `{runs_dir}` (set `ATTENTION_PLAYGROUND_RUNS` to change it).")
     upload = st.file_uploader("Upload a run (.zip from 'Download run')", type=["zip"], key="train_run_upload")
-    if upload is not None and st.session_state.get("train_run_uploaded") != upload.file_id:
-        st.session_state["train_run_uploaded"] = upload.file_id  # handled once, whatever the outcome
+    outcome = st.session_state.get("train_run_uploaded")  # (file_id, kind, text): handled once, whatever the outcome
+    if upload is not None and (outcome is None or outcome[0] != upload.file_id):
         wanted = safe_name(Path(upload.name).stem)
         try:
             target = run_from_zip(upload.getvalue(), runs_dir, wanted)
         except InputError as err:
-            st.error(f"Cannot upload {upload.name}: {err}")
+            outcome = (upload.file_id, "error", f"Cannot upload {upload.name}: {err}")
         else:
             taken = f" (a run named {wanted!r} exists already)" if target.name != wanted else ""
-            st.success(f"Uploaded run {target.name!r}{taken}.")
+            outcome = (upload.file_id, "success", f"Uploaded run {target.name!r}{taken}.")
             st.session_state["train_manage_pick"] = target.name  # (drawn below: it may still be set)
+        st.session_state["train_run_uploaded"] = outcome
+    if upload is not None and outcome[0] == upload.file_id:  # said for as long as the file is in the box
+        (st.error if outcome[1] == "error" else st.success)(outcome[2])
     if message := st.session_state.pop("train_runs_message", None):
         kind, text = message
         (st.error if kind == "error" else st.success)(text)
