@@ -182,7 +182,7 @@ def cpu_seconds_by_role() -> dict[str, float]:
             continue
         fields = stat.rsplit(")", 1)[1].split()
         used = (int(fields[11]) + int(fields[12])) / tick
-        role = ("browser" if "chrom" in cmd else "training" if "ui.job_worker" in cmd
+        role = ("browser" if "chrom" in cmd else "training" if "runner.worker" in cmd
                 else "server" if "streamlit" in cmd else "other")
         totals[role] = totals.get(role, 0.0) + used
     return totals

@@ -7,10 +7,11 @@ import streamlit as st
 from attention_core.data import detect_columns, load_dataset, read_table
 from attention_core.errors import InputError
 from attention_core.training import DEFAULT_TRAIN, TrainerSpec
-from ui import background, jobs, live_chart, train_views
+from runner import jobs
+from runner.jobs import TrainingJob
+from ui import background, live_chart, train_views
 from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, kept, page_setup, runs_dir, still_live_views
 from ui.forms import form_settings, hyperparameter_form
-from ui.jobs import TrainingJob
 
 page_setup("Train", "📈")
 still_live_views()

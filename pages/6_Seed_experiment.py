@@ -14,10 +14,10 @@ from attention_core.backprop import SeedKernel
 from attention_core.errors import InputError
 from attention_core.runs import save_new_run
 from attention_core.training import SEED_TRAIN, TrainerSpec
+from runner import jobs as training_jobs
+from runner.jobs import JobSequence, TrainingJob
 from ui import background, figures, live_chart
-from ui import jobs as training_jobs
 from ui.common import ROOT, embeddings, page_setup, runs_dir, still_live_views
-from ui.jobs import JobSequence, TrainingJob
 from ui.seed_findings import summarise, what_to_notice
 
 page_setup("Seed experiment", "🧪")

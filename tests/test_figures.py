@@ -9,12 +9,12 @@ import numpy as np
 import plotly.io as pio
 import pytest
 
+from attention_core.training import EpochRecord
 from ui import figures
 
 
-def epochs(n: int, val: bool = True) -> list[dict]:
-    return [{"epoch": i, "train_loss": 1 / i, "train_accuracy": 1 - 1 / (i + 1),
-             "val_loss": 1.2 / i if val else None, "val_accuracy": 0.9 - 1 / (i + 2) if val else None}
+def epochs(n: int, val: bool = True) -> list[EpochRecord]:
+    return [EpochRecord(i, 1 / i, 1 - 1 / (i + 1), 1.2 / i if val else None, 0.9 - 1 / (i + 2) if val else None, i, 100.0)
             for i in range(1, n + 1)]
 
 

@@ -14,8 +14,8 @@ import pytest
 from attention_core import ModelConfig, TrainConfig, Trainer, dataset_from_lists, load_embeddings, load_run
 from attention_core.errors import ConfigError
 from attention_core.training import TrainerSpec
-from ui import jobs
-from ui.jobs import TrainingJob
+from runner import jobs
+from runner.jobs import TrainingJob
 
 TEXTS = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"]
 LABELS = ["pos", "pos", "pos", "neg", "neg", "neg"]
@@ -39,7 +39,7 @@ def test_job_trains_in_its_own_process_and_saves_its_run(tmp_path, built):
     assert job.n_train_rows == 6
     snap = job.snapshot()
     assert snap.done and snap.state == "finished" and snap.progress == 1.0
-    assert [r["epoch"] for r in snap.epoch_records] == [1, 2, 3]
+    assert [r.epoch for r in snap.epoch_records] == [1, 2, 3]
     assert snap.run_path == tmp_path / "job"
     assert len(snap.step_losses) == 3 * 3  # every step's loss reached the page (6 rows, batches of 2)
     assert snap.probe is not None and snap.probe["epoch"] == 3
@@ -153,19 +153,6 @@ def test_a_host_that_cannot_start_fails_the_job_at_once_with_a_message(tmp_path,
     job.join(30)  # not the 120 s start-up timeout
     assert job.done and job.state == "failed"
     assert "failed to start (exit code 3)" in job.message  # monkeypatch then puts the working host back
-
-
-def test_runs_saved_at_the_same_moment_under_one_name_all_keep_their_folder(tmp_path):
-    from concurrent.futures import ThreadPoolExecutor
-
-    from ui.job_worker import save_new_run
-
-    run = load_run(jobs.ROOT / "data" / "default_run")
-    with ThreadPoolExecutor(8) as pool:
-        paths = list(pool.map(lambda _: save_new_run(run, tmp_path, "same name"), range(8)))
-    assert len(set(paths)) == 8
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["same-name"] + [f"same-name-{i}" for i in range(2, 9)])
-    assert all(load_run(p).name == run.name for p in paths)
 
 
 def test_a_job_ships_its_validation_predictions_and_the_live_pace_follows_the_job_count(tmp_path):

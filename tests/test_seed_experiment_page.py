@@ -10,8 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core import load_dataset, load_run
+from runner.jobs import JobSequence
 from tests.apptest_helpers import chart
-from ui.jobs import JobSequence
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "6_Seed_experiment.py")

@@ -1,6 +1,6 @@
 """Trainings that go on while the learner reads another page of the app.
 
-A training job stops itself when nobody has asked after it for a while (``ui.jobs.ORPHAN_AFTER``):
+A training job stops itself when nobody has asked after it for a while (``runner.jobs.ORPHAN_AFTER``):
 that is how the training of a closed tab ends. The page that started a job asks after it while
 it is open; on every other page the router (``app.py``) calls :func:`keep_alive`, which keeps
 asking, shows each job's progress in the sidebar with a link back to its page, and says when
@@ -60,7 +60,7 @@ def keep_alive(pages: dict[str, Any], current: str) -> None:
             del tracked[key]
     if not tracked:
         return
-    from ui.jobs import KEEPALIVE_EVERY  # torch is loaded already: a job exists
+    from runner.jobs import KEEPALIVE_EVERY  # torch is loaded already: a job exists
 
     def alive(elsewhere: bool = False) -> bool:
         return any(job.alive for job, _, page in tracked.values() if not elsewhere or page != current)

@@ -14,6 +14,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
 
+from attention_core.training import EpochRecord
+
 COLORSCALE = "Blues"
 # plotly_white, keeping only what the app's charts use (every heatmap names its colour scale;
 # no 3-D, map or polar charts): plotly deep-copies a figure's template each time one is built
@@ -154,19 +156,19 @@ def probability_bars(probabilities: Mapping[str, float], *, predicted: str | Non
     return fig
 
 
-def _curve_series(epochs: Sequence[Mapping], step_losses: Sequence[float]) -> dict[str, tuple[np.ndarray, list]]:
+def _curve_series(epochs: Sequence[EpochRecord], step_losses: Sequence[float]) -> dict[str, tuple[np.ndarray, list]]:
     """name → (x, y) of each line of :func:`training_curves`, in drawing order."""
-    ep = [e["epoch"] for e in epochs]
+    ep = [e.epoch for e in epochs]
     series: dict[str, tuple] = {}
     if step_losses and ep:
         n = len(step_losses)
         stride = max(1, n // 2000)  # keep the browser light on 39,000-step seed runs
         series["step loss"] = (np.linspace(0, ep[-1], n + 1)[1:][::stride], list(step_losses)[::stride])
-    series["train loss"] = (ep, [e["train_loss"] for e in epochs])
-    if any(e.get("val_loss") is not None for e in epochs):
-        series["validation loss"] = (ep, [e["val_loss"] for e in epochs])
-        series["validation accuracy"] = (ep, [e["val_accuracy"] for e in epochs])
-    series["train accuracy"] = (ep, [e["train_accuracy"] for e in epochs])
+    series["train loss"] = (ep, [e.train_loss for e in epochs])
+    if any(e.val_loss is not None for e in epochs):
+        series["validation loss"] = (ep, [e.val_loss for e in epochs])
+        series["validation accuracy"] = (ep, [e.val_accuracy for e in epochs])
+    series["train accuracy"] = (ep, [e.train_accuracy for e in epochs])
     return series
 
 
@@ -179,11 +181,11 @@ _CURVE_STYLE = {  # name → (subplot column, line style)
 }
 
 
-def _curve_mode(epochs: Sequence[Mapping]) -> str:
+def _curve_mode(epochs: Sequence[EpochRecord]) -> str:
     return "lines+markers" if len(epochs) <= 60 else "lines"  # markers blur into a bar on long runs
 
 
-def training_curves(epochs: Sequence[Mapping], step_losses: Sequence[float] = (), *, title: str = "") -> go.Figure:
+def training_curves(epochs: Sequence[EpochRecord], step_losses: Sequence[float] = (), *, title: str = "") -> go.Figure:
     """Loss (left) and accuracy (right) per epoch, train and validation; step losses faintly behind."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("loss", "accuracy"))
     for name, (x, y) in _curve_series(epochs, step_losses).items():
@@ -211,7 +213,7 @@ class LiveTrainingCurves:
         self._fig: go.Figure | None = None
         self._shape: tuple | None = None
 
-    def __call__(self, epochs: Sequence[Mapping], step_losses: Sequence[float] = ()) -> go.Figure:
+    def __call__(self, epochs: Sequence[EpochRecord], step_losses: Sequence[float] = ()) -> go.Figure:
         series = _curve_series(epochs, step_losses)
         shape = (tuple(series), _curve_mode(epochs))
         if self._fig is None or shape != self._shape:
@@ -223,18 +225,18 @@ class LiveTrainingCurves:
         return self._fig
 
 
-def compare_curves(histories: Mapping[str, Sequence[Mapping]]) -> go.Figure:
+def compare_curves(histories: Mapping[str, Sequence[EpochRecord]]) -> go.Figure:
     """Validation (or train) loss and accuracy of several runs overlaid."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("loss", "accuracy"))
     palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
     for i, (name, epochs) in enumerate(histories.items()):
         color = palette[i % len(palette)]
-        ep = [e["epoch"] for e in epochs]
-        has_val = any(e.get("val_loss") is not None for e in epochs)
+        ep = [e.epoch for e in epochs]
+        has_val = any(e.val_loss is not None for e in epochs)
         key = "val" if has_val else "train"
-        fig.add_trace(go.Scatter(x=ep, y=[e[f"{key}_loss"] for e in epochs], name=f"{name} ({key} loss)",
+        fig.add_trace(go.Scatter(x=ep, y=[getattr(e, f"{key}_loss") for e in epochs], name=f"{name} ({key} loss)",
                                  line={"color": color}), row=1, col=1)
-        fig.add_trace(go.Scatter(x=ep, y=[e[f"{key}_accuracy"] for e in epochs], name=f"{name} ({key} accuracy)",
+        fig.add_trace(go.Scatter(x=ep, y=[getattr(e, f"{key}_accuracy") for e in epochs], name=f"{name} ({key} accuracy)",
                                  line={"color": color, "dash": "dot"}), row=1, col=2)
     fig.update_xaxes(title="epoch")
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)
@@ -553,10 +555,10 @@ def gradient_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str
     return fig
 
 
-def loss_curve(epochs: Sequence[Mapping], *, height: int = 240) -> go.Figure:
+def loss_curve(epochs: Sequence[EpochRecord], *, height: int = 240) -> go.Figure:
     """Training loss per epoch, in one small panel (per-step losses of per-example SGD would hide it)."""
-    ep = [e["epoch"] for e in epochs]
-    fig = go.Figure(go.Scatter(x=ep, y=[e["train_loss"] for e in epochs], mode="lines+markers" if len(ep) <= 60 else "lines",
+    ep = [e.epoch for e in epochs]
+    fig = go.Figure(go.Scatter(x=ep, y=[e.train_loss for e in epochs], mode="lines+markers" if len(ep) <= 60 else "lines",
                                line={"color": "#1f77b4"}, hovertemplate="epoch %{x}: loss %{y:.4f}<extra></extra>"))
     fig.update_layout(template=TEMPLATE, height=height, margin={"l": 10, "r": 10, "t": 10, "b": 10}, showlegend=False,
                       xaxis={"title": "epoch"}, yaxis={"title": "training loss", "rangemode": "tozero"})

@@ -14,8 +14,8 @@ from attention_core import Run, TextDataset, load_run
 from attention_core.errors import InputError
 from attention_core.runs import delete_run, list_runs, rename_run, run_from_zip, run_to_zip, safe_name
 from attention_core.training import History, metrics_from_probabilities
+from runner.jobs import JobSnapshot
 from ui import figures
-from ui.jobs import JobSnapshot
 from ui.live_chart import live_plotly_chart
 
 HOME_URL_PATH = "home"  # the url_path app.py's router gives its Home page (tests/test_navigation.py follows it)
@@ -281,7 +281,7 @@ def runs_manager(runs_dir: Path) -> None:
         both = st.multiselect("Compare two runs", names, max_selections=2, key="train_compare")
         if len(both) == 2:
             try:
-                curves = {n: [vars(e) for e in load_run(runs_dir / n).history.epochs] for n in both}
+                curves = {n: load_run(runs_dir / n).history.epochs for n in both}
                 st.plotly_chart(figures.compare_curves(curves), key="train_compare_chart")
             except InputError as err:
                 st.error(f"{err}")

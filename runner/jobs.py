@@ -2,7 +2,7 @@
 
 The page checks its settings (:meth:`~attention_core.training.TrainerSpec.check`: a bad one
 fails at once, with its hint) and hands a :class:`~attention_core.training.TrainerSpec` to a
-:class:`TrainingJob`, which sends it to a process forked by the job host (:mod:`ui.job_worker`:
+:class:`TrainingJob`, which sends it to a process forked by the job host (:mod:`runner.worker`:
 torch, ``attention_core`` and GloVe already loaded, so a job starts in milliseconds); that
 process builds the :class:`~attention_core.Trainer` (tokenizing and encoding the data, ~0.1 s
 that the server, busy with every learner's page, does not spend). A built ``Trainer`` is
@@ -11,19 +11,16 @@ held the GIL for most of each step, so the server's event loop (page updates, he
 other sessions) waited behind it; with four sessions training, health checks took up to half
 a second.
 
-Messages on the job's connection (pickled tuples):
-
-* page → job: ``"pause"``, ``"resume"``, ``"stop"``, ``"heartbeat"``;
-* job → page: ``("started", pid, training_rows)``, ``("progress", epoch, step_in_epoch, steps_per_epoch, examples_seen, seconds,
-  new_step_losses)`` at most every 0.1 s, ``("epoch", record)``, ``("probe", record)``,
-  ``("idle", paused)``, and last ``("end", status, message, run_path, validation_probs)`` or
-  ``("failed", message)``. The validation predictions are made by the job's process, so that four
-  jobs ending at once do not keep the server busy for a second with them.
+The messages on the job's connection are the dataclasses of :mod:`runner.protocol`: a
+``JobRequest``, then ``Command`` values from the page; ``Started``, ``Progress`` (at most every
+0.1 s), ``EpochDone``, ``ProbeRecorded``, ``Idle`` and last ``Ended`` or ``Failed`` from the job.
+The validation predictions are made by the job's process, so that four jobs ending at once do
+not keep the server busy for a second with them.
 
 A thread in the server (one per job, asleep in ``recv``) folds these into the job object; the
 page's fragment polls :meth:`TrainingJob.snapshot` every 0.4 s (slower while many jobs run,
 see :func:`live_refresh_seconds`). Every poll is a heartbeat, and so is every few seconds of any
-other page of the same tab (:mod:`ui.background`): a job whose tab was closed (no heartbeat for
+other page of the same tab (the app's ``ui.background``): a job whose tab was closed (no heartbeat for
 ``orphan_after`` seconds) stops itself, and so does a job whose server went away.
 Every finished, stopped or diverged job saves its run to disk before it ends, so nothing
 trained is lost.
@@ -52,10 +49,22 @@ import numpy as np
 
 from attention_core import Run, Trainer, load_run
 from attention_core.errors import InputError
-from attention_core.training import TrainConfig, TrainerSpec
+from attention_core.training import EpochRecord, TrainConfig, TrainerSpec
+from runner.protocol import (
+    Command,
+    Ended,
+    EpochDone,
+    Failed,
+    Idle,
+    JobRequest,
+    ProbeRecorded,
+    Progress,
+    Report,
+    Started,
+)
 
 # Seconds without a heartbeat before a job stops itself (5 s was too short under load). The
-# page watching a job sends them, and ui.background does from the app's other pages.
+# page watching a job sends them, and the app's other pages do too (ui.background).
 ORPHAN_AFTER = float(os.environ.get("ATTENTION_PLAYGROUND_ORPHAN_AFTER", 90))
 HEARTBEAT_EVERY = 1.0  # the page sends at most one heartbeat a second
 KEEPALIVE_EVERY = min(5.0, ORPHAN_AFTER / 4)  # seconds between heartbeats from a page not watching the job
@@ -100,9 +109,9 @@ def live_refresh_seconds(jobs: int | None = None) -> float:
 
 
 class JobHost:
-    """The ``python -m ui.job_worker`` process that forks the training jobs; one per server."""
+    """The ``python -m runner.worker`` process that forks the training jobs; one per server."""
 
-    COMMAND = (sys.executable, "-m", "ui.job_worker")
+    COMMAND = (sys.executable, "-m", "runner.worker")
     _lock = threading.Lock()
     _current: JobHost | None = None
 
@@ -175,7 +184,7 @@ class JobSnapshot:
     examples_per_second: float
     seconds: float
     eta_seconds: float | None
-    epoch_records: list[dict]
+    epoch_records: list[EpochRecord]
     step_losses: list[float]
     probe: dict | None  # the latest probe record {"epoch", "sentences": [...]}
     message: str
@@ -228,7 +237,7 @@ class TrainingJob:
     _steps_per_epoch: int = 0
     _examples_seen: int = 0
     _seconds: float = 0.0
-    _records: list[dict] = field(default_factory=list)
+    _records: list[EpochRecord] = field(default_factory=list)
     _step_losses: list[float] = field(default_factory=list)
     _probe: dict | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -248,14 +257,15 @@ class TrainingJob:
         """Hand the trainer to a new process; returns at once (the connection is made in the background)."""
         self.state = "starting"  # "running" once the process says it has started
         self._last_heartbeat = time.monotonic()
-        job, self.trainer = (self.trainer, self.runs_dir, self.name, self.threads, self.orphan_after, JOB_NICE), None
+        job = JobRequest(self.trainer, self.runs_dir, self.name, self.threads, self.orphan_after, JOB_NICE)
+        self.trainer = None
         global _active_jobs
         with _active_lock:
             _active_jobs += 1  # until _watch_counted ends
         self._reader = threading.Thread(target=self._watch_counted, args=(job,), name=f"watch-{self.name}", daemon=True)
         self._reader.start()
 
-    def _send(self, command: str) -> None:
+    def _send(self, command: Command) -> None:
         with self._send_lock:
             if self._conn is None or self.done:
                 return  # not connected yet: _watch sends what was asked once it is
@@ -264,22 +274,22 @@ class TrainingJob:
 
     def pause(self) -> None:
         self._paused = True  # snapshot() reads "paused" from this while the job runs
-        self._send("pause")
+        self._send(Command.PAUSE)
 
     def resume(self) -> None:
         self._paused = False
         self._idle.clear()
-        self._send("resume")
+        self._send(Command.RESUME)
 
     def stop(self) -> None:
         self._stop_asked = True
-        self._send("stop")
+        self._send(Command.STOP)
 
     def heartbeat(self) -> None:
         now = time.monotonic()
         if now - self._last_heartbeat >= HEARTBEAT_EVERY:
             self._last_heartbeat = now
-            self._send("heartbeat")
+            self._send(Command.HEARTBEAT)
 
     @property
     def paused(self) -> bool:
@@ -308,7 +318,7 @@ class TrainingJob:
         return self._reader is not None and not self._reader.is_alive()
 
     # -- the watcher thread (in the server) ---------------------------------------------------
-    def _watch_counted(self, job: tuple) -> None:
+    def _watch_counted(self, job: JobRequest) -> None:
         global _active_jobs
         try:
             self._watch(job)
@@ -321,7 +331,7 @@ class TrainingJob:
                 except Exception:
                     log.exception("training job %s: its on_end callback failed", self.name)
 
-    def _watch(self, job: tuple) -> None:
+    def _watch(self, job: JobRequest) -> None:
         """Connect to a new job process, send it the job, then fold its messages into this object."""
         ended = False
         try:
@@ -339,35 +349,12 @@ class TrainingJob:
         with self._send_lock:
             self._conn = conn
             if self._stop_asked:  # asked for before the connection was there
-                conn.send("stop")
+                conn.send(Command.STOP)
             elif self._paused:
-                conn.send("pause")
+                conn.send(Command.PAUSE)
         try:
             while not ended:
-                msg = conn.recv()
-                kind = msg[0]
-                with self._lock:
-                    if kind == "started":
-                        self.pid, self.n_train_rows = msg[1], msg[2]
-                        if self.state == "starting":
-                            self.state = "running"
-                    elif kind == "progress":
-                        (self._epoch, self._step_in_epoch, self._steps_per_epoch, self._examples_seen,
-                         self._seconds) = msg[1:6]
-                        self._step_losses.extend(msg[6])
-                    elif kind == "epoch":
-                        self._records.append(msg[1])
-                    elif kind == "probe":
-                        self._probe = msg[1]
-                    elif kind == "end":
-                        self.state, self.message = msg[1], msg[2]
-                        self.run_path = Path(msg[3]) if msg[3] else None
-                        self.validation_probs = msg[4]
-                        ended = True
-                    elif kind == "failed":
-                        self.state, self.message, ended = "failed", msg[1], True
-                if kind == "idle":
-                    self._idle.set() if msg[1] else self._idle.clear()
+                ended = self._take(conn.recv())
         except (EOFError, OSError):
             pass
         with self._send_lock:
@@ -386,6 +373,35 @@ class TrainingJob:
                     "the training process ended unexpectedly — if the machine is short of memory, try a smaller "
                     "model or batch size; the server log has details"
                 )
+
+    def _take(self, report: Report) -> bool:
+        """Fold one report of the training process into this job; True for its last."""
+        if isinstance(report, Idle):
+            self._idle.set() if report.paused else self._idle.clear()
+            return False
+        with self._lock:
+            match report:
+                case Started(pid, rows):
+                    self.pid, self.n_train_rows = pid, rows
+                    if self.state == "starting":
+                        self.state = "running"
+                case Progress():
+                    self._epoch, self._step_in_epoch = report.epoch, report.step_in_epoch
+                    self._steps_per_epoch, self._examples_seen = report.steps_per_epoch, report.examples_seen
+                    self._seconds = report.seconds
+                    self._step_losses.extend(report.new_step_losses)
+                case EpochDone(record):
+                    self._records.append(record)
+                case ProbeRecorded(record):
+                    self._probe = record
+                case Ended():
+                    self.state, self.message = report.status, report.message
+                    self.run_path, self.validation_probs = report.run_path, report.validation_probs
+                    return True
+                case Failed(message):
+                    self.state, self.message = "failed", message
+                    return True
+        return False
 
     def _state(self) -> str:
         return "paused" if self.state == "running" and self._paused else self.state

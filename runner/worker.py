@@ -1,11 +1,12 @@
 """The training processes: a job host that forks one child per training job.
 
-``python -m ui.job_worker`` is started once by the app server (see :class:`ui.jobs.JobHost`).
+``python -m runner.worker`` is started once by the app server (see :class:`runner.jobs.JobHost`).
 It imports torch and ``attention_core`` and maps the GloVe table once, then waits on a Unix
 socket (``multiprocessing.connection``, with an auth key). For every connection it forks: the
-child reads one job — a pickled :class:`~attention_core.training.TrainerSpec` (or a not yet run
-:class:`~attention_core.Trainer`), the runs folder and the run's name — builds the trainer,
-trains it, reports progress on the same connection and saves the run. Forking from this small
+child reads one :class:`~runner.protocol.JobRequest` (a :class:`~attention_core.training.TrainerSpec`
+or a not yet run :class:`~attention_core.Trainer`, the runs folder and the run's name), builds the
+trainer, trains it, reports progress on the same connection (the :mod:`runner.protocol`
+messages) and saves the run. Forking from this small
 single-threaded process starts a job in a few milliseconds with nothing to import; forking the
 Streamlit server itself would copy its threads and state.
 
@@ -34,9 +35,21 @@ from attention_core.errors import InputError
 from attention_core.runs import save_new_run
 from attention_core.threads import ThreadTuner
 from attention_core.training import EpochRecord, StepEvent, TrainerSpec
+from runner.protocol import (
+    Command,
+    Ended,
+    EpochDone,
+    Failed,
+    Idle,
+    JobRequest,
+    ProbeRecorded,
+    Progress,
+    Report,
+    Started,
+)
 
 PROGRESS_EVERY = 0.1  # seconds between progress messages (the page redraws every 0.4 s)
-log = logging.getLogger("ui.job_worker")
+log = logging.getLogger("runner.worker")
 
 
 class _Reporter:
@@ -49,7 +62,7 @@ class _Reporter:
         self.last = 0.0
         self.step: StepEvent | None = None
 
-    def send(self, msg: tuple) -> None:
+    def send(self, msg: Report) -> None:
         with self.lock, contextlib.suppress(OSError):  # the server is gone; the control thread stops the training
             self.conn.send(msg)
 
@@ -59,9 +72,9 @@ class _Reporter:
             in_epoch = (ev.step - 1) % ev.steps_per_epoch + 1 if ev.steps_per_epoch else 0
             losses = h.step_losses[self.sent_losses :]
             self.sent_losses += len(losses)
-            self.send(("progress", ev.epoch, in_epoch, ev.steps_per_epoch, ev.examples_seen, ev.seconds, losses))
+            self.send(Progress(ev.epoch, in_epoch, ev.steps_per_epoch, ev.examples_seen, ev.seconds, losses))
         while self.sent_probes < len(h.probes):
-            self.send(("probe", h.probes[self.sent_probes]))
+            self.send(ProbeRecorded(h.probes[self.sent_probes]))
             self.sent_probes += 1
         self.last = time.monotonic()
 
@@ -73,7 +86,7 @@ class _Reporter:
             self.flush()
 
     def on_epoch(self, rec: EpochRecord) -> None:
-        self.send(("epoch", vars(rec).copy()))
+        self.send(EpochDone(rec))
         self.flush()
 
 
@@ -93,17 +106,17 @@ def _control_loop(
         now = time.monotonic()
         if command is not None:
             last_heartbeat = now
-        if command == "pause":
+        if command is Command.PAUSE:
             trainer.pause()
             waiting_for_pause = True
-        elif command == "resume":
+        elif command is Command.RESUME:
             trainer.resume()
             waiting_for_pause = False
-            reporter.send(("idle", False))
-        elif command == "stop":
+            reporter.send(Idle(False))
+        elif command is Command.STOP:
             trainer.stop()
         if waiting_for_pause and trainer.wait_until_paused(0):
-            reporter.send(("idle", True))
+            reporter.send(Idle(True))
             waiting_for_pause = False
         if now - last_heartbeat > orphan_after:
             log.warning("training job %s lost its page (no heartbeat for %.0f s): stopping", name, orphan_after)
@@ -116,26 +129,28 @@ def run_job(conn: Connection) -> None:
     import torch
 
     try:
-        trainer, runs_dir, name, threads, orphan_after, nice = pickle.loads(conn.recv_bytes())  # authenticated: our own server
+        job: JobRequest = pickle.loads(conn.recv_bytes())  # authenticated: our own server
     except Exception as err:  # e.g. a job this worker's code cannot read
-        conn.send(("failed", f"the training process could not read the job: {type(err).__name__}: {err}"))
+        conn.send(Failed(f"the training process could not read the job: {type(err).__name__}: {err}"))
         return
+    trainer, runs_dir, name, threads, orphan_after, nice = (job.trainer, job.runs_dir, job.name, job.threads,
+                                                            job.orphan_after, job.nice)
     os.nice(nice)
     if isinstance(trainer, TrainerSpec):
         try:
             trainer = trainer.build()  # tokenizing, encoding, the model: here, not in the server
         except InputError as err:
-            conn.send(("failed", f"Cannot start: {err}"))
+            conn.send(Failed(f"Cannot start: {err}"))
             return
         except Exception as err:
             log.error("training job %s could not be built:\n%s", name, traceback.format_exc())
-            conn.send(("failed", f"Cannot start: {type(err).__name__}: {err}"))
+            conn.send(Failed(f"Cannot start: {type(err).__name__}: {err}"))
             return
     tuner = ThreadTuner(sorted({1, min(2, os.cpu_count() or 1)})) if threads == 0 else None
     if tuner is None:
         torch.set_num_threads(threads)
     reporter = _Reporter(trainer, conn, tuner)
-    reporter.send(("started", os.getpid(), trainer.n_train_rows))
+    reporter.send(Started(os.getpid(), trainer.n_train_rows))
     signal.signal(signal.SIGTERM, lambda *_: trainer.stop())  # asked to end: stop at the next step, and save
     ended = threading.Event()
     threading.Thread(
@@ -151,12 +166,12 @@ def run_job(conn: Connection) -> None:
             path = save_new_run(run, runs_dir, name)
             if run.validation[0]:  # the results' predictions, made here rather than in the server
                 val_probs = run.predict_proba(run.validation[0])
-        reporter.send(("end", result.history.status, result.history.message, str(path) if path else None, val_probs))
+        reporter.send(Ended(result.history.status, result.history.message, path, val_probs))
     except InputError as err:
-        reporter.send(("failed", str(err)))
+        reporter.send(Failed(str(err)))
     except Exception as err:  # the page shows the message; the server is not affected
         log.error("training job %s failed:\n%s", name, traceback.format_exc())
-        reporter.send(("failed", f"training failed: {type(err).__name__}: {err}"))
+        reporter.send(Failed(f"training failed: {type(err).__name__}: {err}"))
 
 
 def serve(address: str, authkey: bytes) -> None:

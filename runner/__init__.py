@@ -1,0 +1,8 @@
+"""runner: trainings in processes of their own, for the app server (no Streamlit here).
+
+The third floor of the house: pages → ui (Streamlit helpers and figures) → runner → attention_core.
+
+* :mod:`~runner.protocol` — the typed messages between the server and a training process
+* :mod:`~runner.jobs` — ``TrainingJob`` and ``JobSequence`` in the server; ``JobHost`` starts the worker
+* :mod:`~runner.worker` — ``python -m runner.worker``: forks one training process per job
+"""

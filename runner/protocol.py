@@ -1,0 +1,91 @@
+"""What crosses the process boundary between the app server and a training process.
+
+Defined once and imported by both ends (:mod:`runner.jobs` in the server, :mod:`runner.worker`
+in the training process). The server sends one :class:`JobRequest`, then :class:`Command` values;
+the training process sends :data:`Report` messages, the last of which is :class:`Ended` or
+:class:`Failed`. Everything here pickles (it travels over a ``multiprocessing`` connection).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+import numpy as np
+
+from attention_core.training import EpochRecord, Trainer, TrainerSpec
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """Server → training process, once: what to train and where to save it."""
+
+    trainer: TrainerSpec | Trainer  # a spec is built over there (tokenizing and encoding off the server)
+    runs_dir: Path
+    name: str  # the run's name; saved as name, name-2, … (never over anything)
+    threads: int  # torch threads; 0 = chosen while training (attention_core.threads)
+    orphan_after: float  # seconds without a command or heartbeat before the job stops itself
+    nice: int  # scheduling priority of the training process
+
+
+class Command(Enum):
+    """Server → training process, any number of times."""
+
+    PAUSE = "pause"
+    RESUME = "resume"
+    STOP = "stop"  # stop at the next step; the run is saved
+    HEARTBEAT = "heartbeat"  # a page still watches
+
+
+@dataclass(frozen=True)
+class Started:
+    pid: int
+    training_rows: int
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Sent at most every ``runner.worker.PROGRESS_EVERY`` seconds while steps are taken."""
+
+    epoch: int
+    step_in_epoch: int
+    steps_per_epoch: int
+    examples_seen: int
+    seconds: float  # training time so far (pauses excluded)
+    new_step_losses: list[float]  # the step losses since the last Progress
+
+
+@dataclass(frozen=True)
+class EpochDone:
+    record: EpochRecord
+
+
+@dataclass(frozen=True)
+class ProbeRecorded:
+    record: dict  # a History.probes entry: {"epoch", "sentences": [{"text", "tokens", "attention"}]}
+
+
+@dataclass(frozen=True)
+class Idle:
+    paused: bool  # True once the trainer has stopped stepping after PAUSE; False after RESUME
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The last message of a training that ran: its run is saved (unless no epoch was completed)."""
+
+    status: str  # finished | stopped | diverged | time budget
+    message: str
+    run_path: Path | None
+    validation_probs: np.ndarray | None  # the saved run's predictions for its validation rows (N, C)
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The last message of a training that could not start or broke."""
+
+    message: str
+
+
+Report = Started | Progress | EpochDone | ProbeRecorded | Idle | Ended | Failed
