@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Set up a fresh machine for the tests and run them: the README's test command.
-#   - Debian's chromium for the end-to-end browser tests (Playwright drives /usr/bin/chromium)
+#   - Debian's chromium and libatomic1 for the end-to-end browser tests (Playwright drives /usr/bin/chromium)
 #   - the Python requirements (torch is pinned to the local CPU wheel) and this project (pip install -e .)
 #   - ruff, then pytest (exit code 5, "no tests collected", counts as a failure)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v chromium >/dev/null 2>&1; then
+# Playwright's driver (a node binary in its Python package) needs libatomic, which a minimal Debian lacks.
+if ! command -v chromium >/dev/null 2>&1 || ! ldconfig -p | grep -q 'libatomic\.so\.1'; then
   if [ "$(id -u)" = 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+    apt-get update -qq && apt-get install -y -qq chromium libatomic1 >/dev/null
   else
-    echo "chromium is missing: sudo apt-get install -y chromium" >&2
+    echo "chromium or libatomic1 is missing: sudo apt-get install -y chromium libatomic1" >&2
     exit 1
   fi
 fi
