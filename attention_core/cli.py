@@ -41,7 +41,9 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     t.add_argument("csv", help="CSV with a text column and a label column")
     t.add_argument("--out", required=True, help="run folder to write: a new or empty folder (checked before training)")
     t.add_argument("--overwrite", action="store_true", help="replace the run already in --out (never other files)")
-    t.add_argument("--preset", default="default", help="default | seed (the Julia post's model)")
+    from attention_core.presets import cli_help
+
+    t.add_argument("--preset", default="default", help=cli_help())
     t.add_argument("--text-col", help="text column (default: detected)")
     t.add_argument("--label-col", help="label column (default: detected)")
     t.add_argument("--epochs", type=int)

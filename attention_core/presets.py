@@ -1,40 +1,130 @@
-"""Named model + training configurations: ``seed`` (the Julia post) and ``default``."""
+"""Named model + training configurations, each defined once: ``default`` and ``seed`` (the Julia post).
+
+A :class:`Preset` holds everything that names and describes one: the Train page's label and
+caption (``ui/forms.py``), the one-line summary in the CLI's ``--preset`` help and in the README's
+table (:func:`markdown_table`; ``tests/test_presets.py`` keeps the README in step), and the two
+configs. Adding a preset is adding one entry to :data:`PRESETS`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 
 from attention_core.errors import ConfigError
-from attention_core.model import DEFAULT_MODEL, SEED_MODEL, ModelConfig
-from attention_core.training import DEFAULT_TRAIN, SEED_TRAIN, TrainConfig
+from attention_core.model import ModelConfig
+from attention_core.training import TrainConfig
 
-PRESETS: dict[str, tuple[ModelConfig, TrainConfig]] = {
-    "default": (DEFAULT_MODEL, DEFAULT_TRAIN),
-    "seed": (SEED_MODEL, SEED_TRAIN),
-}
 
-PRESET_DESCRIPTIONS = {
-    "default": "a small transformer encoder for a CPU: 2 layers × 4 heads, d=64, sinusoidal positions, "
-    "fine-tuned GloVe, no dropout, AdamW, 10 epochs",
-    "seed": "the Julia post exactly: GloVe 50d + position index, 1 head, no residual/norm/FFN, "
-    "frozen linear head, mean pooling, per-example SGD lr 0.001, 1000 epochs",
-}
+@dataclass(frozen=True)
+class Preset:
+    """One named configuration and the words that present it."""
+
+    name: str  # what the CLI's --preset and preset() take
+    label: str  # the Train page's radio option
+    summary: str  # one line: the CLI's --preset help and the README's table
+    help: str  # the Train page's caption under the radio
+    model: ModelConfig
+    train: TrainConfig
+
+
+DEFAULT = Preset(
+    name="default",
+    label="Default",
+    summary="a small transformer encoder for a CPU: 2 layers × 4 heads, d=64, sinusoidal positions, fine-tuned GloVe, "
+    "no dropout, AdamW, 10 epochs",
+    help="A small transformer encoder: 2 layers × 4 heads, model dim 64, sinusoidal positions, residuals, "
+    "layer norm and feed-forward, fine-tuned GloVe vectors, AdamW. Learns the UCI set in ~5 s.",
+    # No dropout: best-by-validation-loss weights already stop overfitting, and dropout costs throughput.
+    model=ModelConfig(dropout=0.0),
+    train=TrainConfig(
+        probes=("the food was not good at all", "i love this fantastic product", "the battery died after a week"),
+    ),
+)
+
+SEED = Preset(
+    name="seed",
+    label="Seed (the Julia post)",
+    summary="the Julia post exactly: GloVe 50d + position index, 1 head, no residual/norm/FFN, frozen linear head, "
+    "mean pooling, per-example SGD lr 0.001, 1000 epochs",
+    help="Exactly the model of 'Attention from Scratch in Julia': GloVe 50d + the word's position "
+    "index (51 features), one head with biases, no residual / norm / feed-forward, a frozen linear head, mean pooling, "
+    "per-example SGD with learning rate 0.001 for 1000 epochs, top-10,000 GloVe words, unknown words dropped.",
+    model=ModelConfig(
+        n_classes=3,
+        n_layers=1,
+        n_heads=1,
+        d_model=None,  # 50 GloVe dims + 1 position index = 51
+        positional="index",
+        residual=False,
+        layer_norm=False,
+        feed_forward=False,
+        attention_out_proj=False,
+        pooling="mean",
+        dropout=0.0,
+        freeze_embeddings=True,
+        freeze_head=True,  # the post froze it to watch only Q, K and V learn
+        init="seed",
+    ),
+    train=TrainConfig(
+        epochs=1000,
+        batch_size=1,
+        lr=0.001,
+        optimizer="sgd",
+        weight_decay=0.0,
+        val_fraction=0.0,  # the post trained on all 39 rows
+        grad_clip=None,
+        tokenizer="whitespace",
+        unknown="drop",
+        vocab_limit=10_000,
+        probes=(  # the five sentences the post evaluates
+            "very sad as they both fail",
+            "he loved that plug with good price",
+            "terrible quality for this price",
+            "i love this fantastic product",
+            "easy to move around",
+        ),
+    ),
+)
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (DEFAULT, SEED)}
+
+
+def get_preset(name: str) -> Preset:
+    """The preset called ``name``; ``ConfigError`` naming the choices for any other name."""
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}", f"choose one of {', '.join(PRESETS)}")
+    return PRESETS[name]
 
 
 def preset(name: str, **overrides: object) -> tuple[ModelConfig, TrainConfig]:
-    """The named preset with ``overrides`` applied to whichever config has each field.
+    """The named preset's configs with ``overrides`` applied to whichever config has each field.
 
     Example:
         >>> model_cfg, train_cfg = preset("default", n_layers=1, epochs=3)
     """
-    if name not in PRESETS:
-        raise ConfigError(f"unknown preset {name!r}", f"choose one of {', '.join(PRESETS)}")
-    model_cfg, train_cfg = PRESETS[name]
+    chosen = get_preset(name)
     model_fields = {f.name for f in fields(ModelConfig)}
     train_fields = {f.name for f in fields(TrainConfig)}
     unknown = set(overrides) - model_fields - train_fields
     if unknown:
         raise ConfigError(f"unknown setting(s) {sorted(unknown)}", "see ModelConfig and TrainConfig for the names")
-    model_cfg = replace(model_cfg, **{k: v for k, v in overrides.items() if k in model_fields})
-    train_cfg = replace(train_cfg, **{k: v for k, v in overrides.items() if k in train_fields})
+    model_cfg = replace(chosen.model, **{k: v for k, v in overrides.items() if k in model_fields})
+    train_cfg = replace(chosen.train, **{k: v for k, v in overrides.items() if k in train_fields})
     return model_cfg, train_cfg
+
+
+def cli_help() -> str:
+    """The CLI's ``--preset`` help: every name with its one-line summary."""
+    listed = "; ".join(f"{p.name} = {p.summary}" for p in PRESETS.values())
+    return f"the configuration to start from, one of {' | '.join(PRESETS)} (default: default): {listed}".replace(
+        "%", "%%")  # argparse formats help with %
+
+
+def markdown_table() -> str:
+    """The README's table of presets (``python -m attention_core.presets`` prints it)."""
+    rows = [f"| `{p.name}` | {p.label} | {p.summary} |" for p in PRESETS.values()]
+    return "\n".join(["| `--preset` | in the app | what it is |", "|---|---|---|", *rows])
+
+
+if __name__ == "__main__":
+    print(markdown_table())

@@ -7,8 +7,9 @@ import inspect
 import numpy as np
 import pandas as pd
 import streamlit as st
+import torch
 
-from attention_core import Trainer, load_dataset, preset
+from attention_core import load_run
 from attention_core.backprop import (
     gradient_report,
     post_code_comparison,
@@ -18,6 +19,7 @@ from attention_core.backprop import (
     seed_params_float64,
 )
 from attention_core.errors import InputError
+from attention_core.model import AttentionClassifier
 from ui import figures
 from ui.common import ROOT, embeddings, page_setup
 
@@ -29,24 +31,32 @@ st.caption(
     "float64 and is checked, gradient by gradient, against PyTorch's autograd."
 )
 MODELS = {0: "untrained (random start)", 100: "after 100 epochs on small.csv", 1000: "after 1000 epochs (as in the post)"}
+SEED_RUNS = ROOT / "data" / "seed_run"  # the seed preset on small.csv, seed 0: made by scripts/make_seed_run.sh
 
 
-@st.cache_resource(show_spinner="Training the seed model on small.csv (a few seconds, once per server)…", max_entries=6)
+@st.cache_resource(show_spinner="Loading the seed model…", max_entries=3)
 def seed_model(epochs: int) -> tuple[dict, tuple[str, ...]]:
-    """The seed preset's weights (float64) after ``epochs`` on the post's 39 reviews: deterministic, read-only."""
-    emb = embeddings(10_000)
-    data = load_dataset((ROOT / "data" / "small.csv").read_bytes(), name="small.csv", is_known=emb.__contains__)
-    trainer = Trainer(*preset("seed", epochs=max(epochs, 1)), data, emb)
-    return seed_params_float64(trainer.model if epochs == 0 else trainer.run().model), data.label_names
+    """The seed preset's weights (float64) after ``epochs`` on the post's 39 reviews, from the bundled runs: read-only."""
+    run = load_run(SEED_RUNS / f"{max(epochs, 100)}_epochs")
+    if epochs > 0:
+        return seed_params_float64(run.model), run.label_names
+    with torch.random.fork_rng():  # the same network before its first step: built as Trainer builds it
+        torch.manual_seed(run.train_config.seed)
+        return seed_params_float64(AttentionClassifier(run.model_config)), run.label_names
 
 
 # -- inputs ---------------------------------------------------------------------------------------
 c1, c2, c3 = st.columns([3, 1, 2], gap="medium")
 text = c1.text_input("Sentence", "very sad as they both fail", key="backprop_text", max_chars=300)
 model_epochs = c3.radio("Seed-preset model", list(MODELS), index=2, format_func=MODELS.get, key="backprop_model",
-                        help="Training runs once per server and is kept; the untrained model is the same network "
-                             "before its first step (torch seed 0, the post's N(0,1)/100 init with V = K).")
-params, labels = seed_model(model_epochs)
+                        help="The trained models come with the app (data/seed_run); the untrained model is the same "
+                             "network before its first step (torch seed 0, the post's N(0,1)/100 init with V = K).")
+try:
+    params, labels = seed_model(model_epochs)
+except InputError as err:  # a bundled run missing or damaged
+    st.error(f"The bundled seed model cannot be loaded: {err.message} — re-create it with "
+             "`bash scripts/make_seed_run.sh`.")
+    st.stop()
 target = c2.selectbox("Target label y", labels, key="backprop_target")
 y = labels.index(target)
 try:

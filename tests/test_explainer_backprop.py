@@ -6,12 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import streamlit as st
 import torch
 from streamlit.testing.v1 import AppTest
 
 from attention_core import EmbeddingSource, Run, Trainer, load_dataset, load_embeddings, preset
 from attention_core.backprop import gradient_report, post_code_comparison, seed_forward, seed_inputs, seed_params_float64
-from attention_core.errors import EmbeddingError
+from attention_core.errors import EmbeddingError, RunError
 from tests.apptest_helpers import array
 from tests.apptest_helpers import chart as figure
 
@@ -157,6 +158,48 @@ def test_backprop_page_all_unknown_sentence_is_an_error(runs):
     assert not at.exception
     assert "none of the words" in at.error[0].value
     assert not at.dataframe
+
+
+def test_backprop_page_shows_the_seed_preset_from_the_bundled_runs_without_training(emb, monkeypatch):
+    """The page's three models are the seed preset's on small.csv (seed 0) before training, after 100 and after
+    1000 epochs, as a fresh training makes them; the server loads them from data/seed_run and trains nothing."""
+    data = load_dataset((ROOT / "data" / "small.csv").read_bytes(), name="small.csv", is_known=emb.__contains__)
+    x = seed_inputs("very sad as they both fail", emb).x
+    expected = {}
+    for epochs in (0, 100, 1000):
+        trainer = Trainer(*preset("seed", epochs=max(epochs, 1)), data, emb)
+        params = seed_params_float64(trainer.model if epochs == 0 else trainer.run().model)
+        expected[epochs] = seed_forward(x, 0, params)
+
+    def no_training(self, *args, **kwargs):
+        raise AssertionError("the page trained a model in the server")
+
+    monkeypatch.setattr(Trainer, "run", no_training)
+    st.cache_resource.clear()  # a model cached by an earlier test would hide training
+    at = AppTest.from_file(str(ROOT / "pages" / "5_Backpropagation.py"), default_timeout=TIMEOUT).run()
+    shown = {}
+    for epochs in (0, 100, 1000):
+        at.radio(key="backprop_model").set_value(epochs).run()
+        assert not at.exception and not at.error, epochs
+        shown[epochs] = figure(at, "backprop_probs")["data"][0]["x"]
+        assert shown[epochs] == pytest.approx(expected[epochs].p.tolist(), abs=1e-6), epochs
+        assert at.metric[0].value == f"{float(expected[epochs].loss):.4f}", epochs
+    assert len({tuple(p) for p in shown.values()}) == 3  # three different models
+
+
+def test_backprop_page_says_how_to_remake_a_missing_bundled_run(monkeypatch):
+    import attention_core
+
+    def missing(path, **kwargs):
+        raise RunError(f"run directory not found: {path}", "train one first")
+
+    monkeypatch.setattr(attention_core, "load_run", missing)
+    st.cache_resource.clear()
+    at = AppTest.from_file(str(ROOT / "pages" / "5_Backpropagation.py"), default_timeout=TIMEOUT).run()
+    assert not at.exception
+    assert "data/seed_run/1000_epochs" in at.error[0].value and "scripts/make_seed_run.sh" in at.error[0].value
+    assert not at.dataframe
+    st.cache_resource.clear()
 
 
 def test_seed_experiment_trains_three_variants_and_shows_the_five_sentences(runs):

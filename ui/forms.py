@@ -9,23 +9,18 @@ import streamlit as st
 
 from attention_core import ModelConfig, TrainConfig, preset
 from attention_core.model import POOLING, POSITIONAL
+from attention_core.presets import DEFAULT, PRESETS
 from attention_core.training import MAX_SNAPSHOTS, OPTIMIZERS
 from ui.common import kept
 
-PRESET_LABELS = {"Default": "default", "Seed (the Julia post)": "seed", "Custom": "default"}
-PRESET_HELP = {
-    "Default": "A small transformer encoder: 2 layers × 4 heads, model dim 64, sinusoidal positions, residuals, "
-    "layer norm and feed-forward, fine-tuned GloVe vectors, AdamW. Learns the UCI set in ~5 s.",
-    "Seed (the Julia post)": "Exactly the model of 'Attention from Scratch in Julia': GloVe 50d + the word's position "
-    "index (51 features), one head with biases, no residual / norm / feed-forward, a frozen linear head, mean pooling, "
-    "per-example SGD with learning rate 0.001 for 1000 epochs, top-10,000 GloVe words, unknown words dropped.",
-    "Custom": "Start from Default and change anything.",
-}
+CUSTOM = "Custom"  # not a preset: the form's own choice, starting from the default preset with every field open
+PRESET_LABELS = {p.label: p.name for p in PRESETS.values()} | {CUSTOM: "default"}  # radio option → preset name
+PRESET_HELP = {p.label: p.help for p in PRESETS.values()} | {CUSTOM: f"Start from {DEFAULT.label} and change anything."}
 
 
 def _keys(choice: str) -> str:
     """The prefix of a preset's widget keys: each preset keeps its own values."""
-    return f"train_{PRESET_LABELS[choice]}_{'c' if choice == 'Custom' else 'p'}_"
+    return f"train_{PRESET_LABELS[choice]}_{'c' if choice == CUSTOM else 'p'}_"
 
 
 def hyperparameter_form(default_probe: str, data_name: str, *, on_start: Callable[[], None], disabled: bool = False) -> None:
@@ -38,10 +33,10 @@ def hyperparameter_form(default_probe: str, data_name: str, *, on_start: Callabl
     the learner's settings should survive a training. They also survive a visit to another page
     (:func:`ui.common.kept`).
     """
-    choice = st.radio("Preset", list(PRESET_LABELS), horizontal=True, **kept("train_preset", "Default", PRESET_LABELS))
+    choice = st.radio("Preset", list(PRESET_LABELS), horizontal=True, **kept("train_preset", DEFAULT.label, PRESET_LABELS))
     st.caption(PRESET_HELP[choice])
     model, train = preset(PRESET_LABELS[choice])
-    custom = choice == "Custom"
+    custom = choice == CUSTOM
     p = _keys(choice)
 
     def k(name: str, default: object, options: Sequence | None = None) -> dict:
@@ -100,7 +95,7 @@ def form_settings(data_name: str) -> tuple[str, ModelConfig, TrainConfig, str]:
     def v(name: str) -> object:
         return st.session_state[p + name]
 
-    if choice == "Custom":
+    if choice == CUSTOM:
         block = v("block")
         model = replace(model, n_layers=int(v("layers")), n_heads=int(v("heads")), d_model=int(v("dmodel")),
                         positional=v("pos"), pooling=v("pool"), dropout=float(v("drop")), residual=block,
