@@ -1,14 +1,7 @@
 """The attention classifier: word vectors → attention layers → pooling → class logits.
 
-Two named presets:
-
-* ``seed`` — the model of the seed post "Attention from Scratch in Julia": GloVe 50d plus the
-  word's position index appended as a 51st feature, one attention head with biases and no
-  output projection, no residual / layer norm / feed-forward, a linear head (kept frozen
-  during training, as in the post), mean pooling, softmax + cross entropy, N(0,1)/100 init
-  with V initialised equal to K.
-* ``default`` — a small transformer encoder (pre-norm blocks) tuned to learn well and fast
-  on a CPU.
+The named configurations — ``seed`` (the Julia post's model) and ``default`` — are defined in
+:mod:`attention_core.presets`.
 
 The forward pass returns the logits **and** every layer's attention weights, so the
 heatmaps a learner sees are the weights the prediction was computed from.
@@ -100,27 +93,6 @@ class ModelConfig:
         if unknown:
             raise ConfigError(f"unknown model setting(s) {sorted(unknown)}", f"known settings: {sorted(known)}")
         return cls(**data)
-
-
-SEED_MODEL = ModelConfig(
-    n_classes=3,
-    n_layers=1,
-    n_heads=1,
-    d_model=None,  # 50 GloVe dims + 1 position index = 51
-    positional="index",
-    residual=False,
-    layer_norm=False,
-    feed_forward=False,
-    attention_out_proj=False,
-    pooling="mean",
-    dropout=0.0,
-    freeze_embeddings=True,
-    freeze_head=True,
-    init="seed",
-)
-# No dropout: best-by-validation-loss weights already stop overfitting here, and dropout cost
-# ~20 % of the throughput for the same accuracy (0.858 vs 0.855 over seeds 0-2; benchmarks/).
-DEFAULT_MODEL = ModelConfig(dropout=0.0)
 
 
 def sinusoidal_table(max_len: int, dim: int) -> Tensor:

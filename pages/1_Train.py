@@ -6,7 +6,8 @@ import streamlit as st
 
 from attention_core.data import detect_columns, load_dataset, read_table
 from attention_core.errors import InputError
-from attention_core.training import DEFAULT_TRAIN, TrainerSpec
+from attention_core.presets import DEFAULT
+from attention_core.training import TrainerSpec
 from runner import jobs
 from runner.jobs import TrainingJob
 from ui import background, live_chart, train_views
@@ -86,7 +87,7 @@ try:
 except InputError as err:
     st.error(f"{err}")
     st.stop()
-train_views.data_report(dataset, table, max_tokens=DEFAULT_TRAIN.max_tokens)
+train_views.data_report(dataset, table, max_tokens=DEFAULT.train.max_tokens)
 
 # -- 2. hyperparameters and controls ------------------------------------------------------------------
 st.header("2 · Train")

@@ -12,8 +12,9 @@ import streamlit as st
 from attention_core import Run, load_dataset, preset
 from attention_core.backprop import SeedKernel
 from attention_core.errors import InputError
+from attention_core.presets import SEED
 from attention_core.runs import save_new_run
-from attention_core.training import SEED_TRAIN, TrainerSpec
+from attention_core.training import TrainerSpec
 from runner import jobs as training_jobs
 from runner.jobs import JobSequence, TrainingJob
 from ui import background, figures, live_chart
@@ -31,7 +32,7 @@ st.caption(
     "classifier head frozen so that only the queries, keys and values learn, then looks at the attention of five "
     "sentences. Train that, and two variants — the head trained too, and this app's default preset — and compare."
 )
-SENTENCES = SEED_TRAIN.probes  # the post's five evaluate_model sentences
+SENTENCES = SEED.train.probes  # the post's five evaluate_model sentences
 VARIANTS = {
     "frozen": "Seed · head frozen (the post)",
     "head": "Seed · head trained",
@@ -145,14 +146,14 @@ def live() -> None:
 live()
 results = {key: job.run for key, job in jobs.items() if job.done and job.run is not None and job.run.history.epochs}
 if not results:
-    seed_steps = 2 * int(ss["seedexp_epochs"]) * len(small_csv(SEED_TRAIN.vocab_limit))
+    seed_steps = 2 * int(ss["seedexp_epochs"]) * len(small_csv(SEED.train.vocab_limit))
     estimate = seed_steps * STEP_SECONDS + 3 * VARIANT_SECONDS
     st.info("The variants train one after the other, in the background: each one's attention maps appear here when it "
             "finishes." if running else "Press **Train all three**: the variants train one after the other, in the "
             f"background ({seed_steps:,} SGD steps for the two seed variants, then the default preset: about "
             f"{estimate:.0f} s on an idle computer, longer on a busy one).")
     st.stop()
-small = small_csv(SEED_TRAIN.vocab_limit)
+small = small_csv(SEED.train.vocab_limit)
 true_labels = [small.label_names[y] for y in small.labels]
 summaries = ss.setdefault("seedexp_summaries", {})  # per trained run: computed once
 for key, run in results.items():

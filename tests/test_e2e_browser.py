@@ -18,8 +18,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from attention_core.presets import DEFAULT
 from attention_core.text import tokenize
-from attention_core.training import DEFAULT_TRAIN
 from tests.browser import CHROMIUM, E2E, SHOTS, app_server, browser_page, shot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,7 +123,7 @@ def test_train_upload_start_watch_finish_then_inspect(server):
         # Trained with what the form showed: the epochs typed, the preset's values for the rest (a form
         # widget given its value through the Session State was once submitted with its minimum instead).
         assert trained["epochs"] == 400
-        assert (trained["lr"], trained["val_fraction"]) == (DEFAULT_TRAIN.lr, DEFAULT_TRAIN.val_fraction)
+        assert (trained["lr"], trained["val_fraction"]) == (DEFAULT.train.lr, DEFAULT.train.val_fraction)
         page.goto(f"{server}/Inspect")
         main = page.get_by_test_id("stMain")
         main.get_by_text("L1 · H1").first.wait_for()

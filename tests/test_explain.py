@@ -20,7 +20,8 @@ from attention_core.explain import (
     token_saliency,
     top_k_mask,
 )
-from attention_core.model import SEED_MODEL, AttentionClassifier
+from attention_core.model import AttentionClassifier
+from attention_core.presets import SEED
 
 TINY = {"vocab_size": 20, "embedding_dim": 8, "d_model": 8, "n_heads": 2, "n_layers": 2, "dropout": 0.0}
 
@@ -272,7 +273,7 @@ def test_saliency_ignores_what_all_logits_share() -> None:
 
 
 def test_seed_position_index_feature_is_not_attributed() -> None:
-    cfg = replace(SEED_MODEL, vocab_size=20, embedding_dim=8)
+    cfg = replace(SEED.model, vocab_size=20, embedding_dim=8)
     torch.manual_seed(15)
     model = AttentionClassifier(cfg, torch.randn(20, 8)).double().eval()
     ids = distinct_ids(4, seed=16)
@@ -412,7 +413,7 @@ def test_explain_leaves_the_model_untouched(run: Run) -> None:
 
 
 def test_explain_seed_like_run_shows_position_index() -> None:
-    cfg = replace(SEED_MODEL, n_classes=2)
+    cfg = replace(SEED.model, n_classes=2)
     train = TrainConfig(epochs=1, batch_size=4, val_fraction=0.0)
     seed_run = Run.from_result(Trainer(cfg, train, dataset_from_lists(TEXTS, LABELS), load_embeddings()).run())
     ex = explain(seed_run, "a great movie")

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 from attention_core import Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, load_run, save_run
 from attention_core.explain import explain
-from attention_core.model import SEED_MODEL
+from attention_core.presets import SEED
 from tests.apptest_helpers import array, chart, widget
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "2_Inspect.py")
@@ -195,7 +195,7 @@ def test_downloads(runs: Path) -> None:
 def test_seed_like_run_shows_the_position_index_feature(runs: Path) -> None:
     texts = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"] * 2
     labels = ["pos", "pos", "pos", "neg", "neg", "neg"] * 2
-    cfg = replace(SEED_MODEL, n_classes=2)
+    cfg = replace(SEED.model, n_classes=2)
     train = TrainConfig(epochs=1, batch_size=4, val_fraction=0.0, probes=("a great movie",))
     result = Trainer(cfg, train, dataset_from_lists(texts, labels), load_embeddings()).run()
     save_run(Run.from_result(result, name="seedling"), runs / "seedling")

@@ -12,14 +12,13 @@ from torch import nn
 from attention_core.embeddings import load_embeddings
 from attention_core.errors import ConfigError
 from attention_core.model import (
-    DEFAULT_MODEL,
-    SEED_MODEL,
     AttentionClassifier,
     ModelConfig,
     pool,
     sinusoidal_table,
     with_data,
 )
+from attention_core.presets import DEFAULT, SEED
 
 F64 = torch.float64
 TIGHT = {"rtol": 1e-10, "atol": 1e-12}
@@ -197,7 +196,7 @@ def test_config_validation(bad: dict) -> None:
     assert info.value.hint  # every config error says how to fix it
 
 
-@pytest.mark.parametrize("cfg", [DEFAULT_MODEL, SEED_MODEL, ModelConfig(**SMALL, pooling="max", positional="none")])
+@pytest.mark.parametrize("cfg", [DEFAULT.model, SEED.model, ModelConfig(**SMALL, pooling="max", positional="none")])
 def test_config_round_trip(cfg: ModelConfig) -> None:
     data = cfg.to_dict()
     assert isinstance(data, dict) and data["pooling"] == cfg.pooling
@@ -207,21 +206,21 @@ def test_config_round_trip(cfg: ModelConfig) -> None:
 
 def test_config_rejects_unknown_keys() -> None:
     with pytest.raises(ConfigError, match="unknown model setting"):
-        ModelConfig.from_dict({**DEFAULT_MODEL.to_dict(), "n_hedas": 2})
+        ModelConfig.from_dict({**DEFAULT.model.to_dict(), "n_hedas": 2})
 
 
 def test_model_dim_and_input_dim() -> None:
-    assert DEFAULT_MODEL.input_dim == 50 and DEFAULT_MODEL.model_dim == 64
-    assert SEED_MODEL.input_dim == 51 and SEED_MODEL.model_dim == 51
+    assert DEFAULT.model.input_dim == 50 and DEFAULT.model.model_dim == 64
+    assert SEED.model.input_dim == 51 and SEED.model.model_dim == 51
     assert ModelConfig(d_model=None, positional="sinusoidal", n_heads=5).model_dim == 50
 
 
 def test_with_data_revalidates() -> None:
-    cfg = with_data(DEFAULT_MODEL, n_classes=4, vocab_size=99, embedding_dim=50)
+    cfg = with_data(DEFAULT.model, n_classes=4, vocab_size=99, embedding_dim=50)
     assert (cfg.n_classes, cfg.vocab_size, cfg.embedding_dim) == (4, 99, 50)
-    assert cfg.n_layers == DEFAULT_MODEL.n_layers
+    assert cfg.n_layers == DEFAULT.model.n_layers
     with pytest.raises(ConfigError):
-        with_data(DEFAULT_MODEL, n_classes=1, vocab_size=99, embedding_dim=50)
+        with_data(DEFAULT.model, n_classes=1, vocab_size=99, embedding_dim=50)
 
 
 # --- sinusoidal table ------------------------------------------------------------------------
@@ -250,7 +249,7 @@ SENTENCE = ["very", "sad", "as", "they", "both", "fail"]
 
 def seed_model(vocab_size: int = 10, seed: int = 0) -> AttentionClassifier:
     torch.manual_seed(seed)
-    cfg = with_data(SEED_MODEL, n_classes=3, vocab_size=vocab_size, embedding_dim=50)
+    cfg = with_data(SEED.model, n_classes=3, vocab_size=vocab_size, embedding_dim=50)
     return AttentionClassifier(cfg, torch.randn(vocab_size, 50))
 
 
@@ -332,7 +331,7 @@ def test_seed_forward_equals_julia_forwardprop(random_biases: bool) -> None:
     emb = load_embeddings()
     vectors = np.zeros((2 + len(SENTENCE), 50), dtype=np.float32)
     vectors[2:] = emb.vectors(SENTENCE)
-    cfg = with_data(SEED_MODEL, n_classes=3, vocab_size=len(vectors), embedding_dim=50)
+    cfg = with_data(SEED.model, n_classes=3, vocab_size=len(vectors), embedding_dim=50)
     torch.manual_seed(12)
     model = AttentionClassifier(cfg, torch.from_numpy(vectors)).double().eval()
     attn = model.blocks[0].attn
