@@ -578,6 +578,46 @@ def safe_name(name: str) -> str:
     return cleaned[:80] or "run"
 
 
+def run_stamp(path: str | os.PathLike) -> tuple[str, tuple[int, ...]]:
+    """A cache key of the run at ``path`` that changes whenever one of its files does (a rename,
+    a re-save, a relinked word-vector file). Raises ``OSError`` if a file is missing."""
+    path = Path(path)
+    return str(path), tuple(os.stat(path / f).st_mtime_ns for f in RUN_FILES)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """A run's line in a list of runs: read from its JSON files, without weights or word vectors."""
+
+    name: str  # its folder's name
+    created: str  # "YYYY-MM-DD HH:MM"
+    status: str  # finished | stopped | diverged | time budget
+    epochs_trained: int
+    epochs_planned: int
+    kept_epoch: int | None  # the epoch whose weights the run keeps
+    kept_val_accuracy: float | None  # that epoch's validation accuracy; None without validation rows
+    n_layers: int
+    n_heads: int
+
+
+def read_run_summary(path: str | os.PathLike) -> RunSummary:
+    """The :class:`RunSummary` of the run at ``path``; ``RunError`` if its files cannot be read."""
+    path = Path(path)
+    cfg = _read_json(path / "config.json")
+    try:
+        history = History.from_dict(_read_json(path / "history.json"))
+        kept = history.kept_epoch
+        record = next((e for e in history.epochs if e.epoch == kept), None)
+        return RunSummary(
+            name=path.name, created=str(cfg.get("created", ""))[:16].replace("T", " "), status=history.status,
+            epochs_trained=len(history.epochs), epochs_planned=int(cfg["train"].get("epochs", len(history.epochs))),
+            kept_epoch=kept, kept_val_accuracy=record.val_accuracy if record is not None else None,
+            n_layers=int(cfg["model"]["n_layers"]), n_heads=int(cfg["model"]["n_heads"]),
+        )
+    except (KeyError, TypeError, ValueError) as err:
+        raise RunError(f"{path} has a malformed config or history ({type(err).__name__}: {err})", "re-train the run") from err
+
+
 def list_runs(runs_dir: str | os.PathLike) -> list[Path]:
     """Run directories under ``runs_dir`` (newest first); in-progress saves and links are skipped."""
     root = Path(runs_dir)

@@ -13,6 +13,7 @@ import torch
 
 from attention_core.errors import InputError
 from attention_core.explain import SALIENCY_METHODS, explain, top_k_mask
+from attention_core.runs import run_stamp
 from ui import figures
 from ui.common import EXAMPLES, active_run_picker, get_run, kept, page_setup, run_choices
 from ui.state import kept_in_state
@@ -58,7 +59,7 @@ if not text.strip():
 
 method = SALIENCY_METHODS[kept("inspect_method", SALIENCY_METHODS[0], SALIENCY_METHODS)["index"]]  # selectbox: saliency tab
 cache = st.session_state.setdefault("inspect_explanations", {})
-cache_key = (str(path), (path / "model.safetensors").stat().st_mtime_ns, text, method)
+cache_key = (run_stamp(path), text, method)
 if cache_key not in cache:
     try:
         with st.spinner("Running the model…"):

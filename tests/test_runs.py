@@ -442,3 +442,22 @@ def test_runs_saved_at_the_same_moment_under_one_name_get_their_own_folders(run,
     assert all(load_run(p).label_names == run.label_names for p in paths)
     assert {load_run(p).name for p in paths} == {p.name for p in paths}  # each named after its folder, not 'same name'
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)  # no temporary folders left
+
+
+def test_a_run_summary_is_read_from_its_json_and_its_stamp_follows_every_file(run, tmp_path):
+    from attention_core.runs import read_run_summary, rename_run, run_stamp
+
+    save_run(run, tmp_path / "r")
+    s = read_run_summary(tmp_path / "r")
+    kept = run.history.kept_epoch
+    assert (s.name, s.status, s.epochs_trained, s.epochs_planned, s.kept_epoch) == ("r", "finished", 3, 3, kept)
+    assert s.kept_val_accuracy == next(e.val_accuracy for e in run.history.epochs if e.epoch == kept)
+    assert (s.n_layers, s.n_heads) == (2, 2)
+    before = run_stamp(tmp_path / "r")
+    vocab = tmp_path / "r" / "vocab.json"  # what relinking a word-vector file rewrites, a moment later:
+    os.utime(vocab, ns=(vocab.stat().st_atime_ns, vocab.stat().st_mtime_ns + 1_000_000))
+    assert run_stamp(tmp_path / "r") != before
+    assert run_stamp(rename_run(tmp_path, "r", "r2"))[0].endswith("r2")
+    (tmp_path / "r2" / "history.json").write_text("{")
+    with pytest.raises(RunError, match="not valid JSON"):
+        read_run_summary(tmp_path / "r2")

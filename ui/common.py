@@ -12,7 +12,7 @@ import torch
 
 from attention_core import Embeddings, EmbeddingSource, Run, load_embeddings, load_run
 from attention_core.errors import EmbeddingError, InputError
-from attention_core.runs import list_runs, relink_embeddings
+from attention_core.runs import list_runs, relink_embeddings, run_stamp
 from ui.preview import BUNDLED_NAME, DEFAULT_RUN, EXAMPLES, ROOT  # noqa: F401 — re-exported for the pages
 from ui.state import kept  # noqa: F401 — re-exported for the pages
 
@@ -68,7 +68,7 @@ def get_run(path: Path) -> Run:
     if path == DEFAULT_RUN:
         return default_run()
     cache = st.session_state.setdefault("loaded_runs", {})
-    key = (str(path), (path / "model.safetensors").stat().st_mtime_ns)
+    key = run_stamp(path)
     if key not in cache:
         if len(cache) > 4:  # keep a session's memory bounded when it opens many runs
             cache.clear()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -12,7 +11,16 @@ import streamlit as st
 
 from attention_core import Run, TextDataset, load_run
 from attention_core.errors import InputError
-from attention_core.runs import delete_run, list_runs, rename_run, run_from_zip, run_to_zip, safe_name
+from attention_core.runs import (
+    delete_run,
+    list_runs,
+    read_run_summary,
+    rename_run,
+    run_from_zip,
+    run_stamp,
+    run_to_zip,
+    safe_name,
+)
 from attention_core.training import History, metrics_from_probabilities
 from runner.jobs import JobSnapshot
 from ui import figures
@@ -189,36 +197,28 @@ def _misclassified(run: Run, texts, labels, probs: np.ndarray) -> None:
 def _run_row(path: Path) -> dict:
     """A run's line in the runs list, read again only when its files change."""
     try:
-        stamp = tuple((path / f).stat().st_mtime_ns for f in ("config.json", "history.json"))
+        return _read_run_row(run_stamp(path))
     except OSError:
         return {"run": path.name, "status": "unreadable"}
-    return _read_run_row(str(path), stamp)
 
 
 @st.cache_data(max_entries=512, show_spinner=False)
-def _read_run_row(path: str, stamp: tuple) -> dict:
-    """``stamp``: the files' modification times, so an edited run is read again. A history holds
-    every step's loss and the probe sentences' attention (~0.5 MB): parsing each on every redraw
-    of the page cost ~5 ms per saved run.
-
-    The accuracy is the kept model's (the one the run's results show), not the last epoch's.
-    """
-    p = Path(path)
+def _read_run_row(stamp: tuple) -> dict:
+    """``stamp``: :func:`attention_core.runs.run_stamp`, so an edited run is read again. A history
+    holds every step's loss and the probe sentences' attention (~0.5 MB): parsing each on every
+    redraw of the page cost ~5 ms per saved run. The accuracy is the kept model's (the one the
+    run's results show), not the last epoch's."""
+    path = Path(stamp[0])
     try:
-        cfg = json.loads((p / "config.json").read_text())
-        history = History.from_dict(json.loads((p / "history.json").read_text()))
-        kept = history.kept_epoch
-        record = next((e for e in history.epochs if e.epoch == kept), None)
-        accuracy = record.val_accuracy if record is not None else None
-        planned = int(cfg.get("train", {}).get("epochs", len(history.epochs)))
-        trained = len(history.epochs)
-        return {"run": p.name, "created": cfg.get("created", "")[:16].replace("T", " "), "status": history.status,
-                "epochs": f"{trained} of {planned}" if trained < planned else f"{trained}",
-                "kept model": f"epoch {kept}" if kept is not None else "–",
-                "val accuracy (kept model)": f"{accuracy:.1%}" if accuracy is not None else "no validation",
-                "layers×heads": f"{cfg['model']['n_layers']}×{cfg['model']['n_heads']}"}
-    except (OSError, KeyError, TypeError, ValueError):
-        return {"run": p.name, "status": "unreadable"}
+        r = read_run_summary(path)
+    except InputError:
+        return {"run": path.name, "status": "unreadable"}
+    trained, planned, acc = r.epochs_trained, r.epochs_planned, r.kept_val_accuracy
+    return {"run": r.name, "created": r.created, "status": r.status,
+            "epochs": f"{trained} of {planned}" if trained < planned else f"{trained}",
+            "kept model": f"epoch {r.kept_epoch}" if r.kept_epoch is not None else "–",
+            "val accuracy (kept model)": f"{acc:.1%}" if acc is not None else "no validation",
+            "layers×heads": f"{r.n_layers}×{r.n_heads}"}
 
 
 def home_page() -> st.Page:
