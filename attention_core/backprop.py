@@ -1,17 +1,15 @@
-"""Backpropagation through the seed's attention model, written out by hand.
+"""Backpropagation through the Julia post's attention model, written out by hand: the Backpropagation page.
 
 The seed post ("Attention from Scratch in Julia") derives every gradient of its model —
 one attention head with biases, a linear layer, mean pooling, softmax and cross entropy —
-and applies them with per-example SGD. This module does the same with the correct
-gradients, so that
-
-* the explainer page can show each gradient in the order the post derives it, next to
-  autograd's, and next to what the post's own code computes (:func:`seed_backward` with
-  ``julia=True``: its softmax Jacobian is built from the first column of α and applied to
-  every row, and its scores are divided by √length(q) = √(d·n) rather than √d);
-* the ``seed`` preset trains fast: :class:`SeedKernel` runs the forward and backward pass
-  as ~20 plain tensor operations with no autograd bookkeeping, which is what per-example
-  SGD on 51-dim vectors needs (a trainer fast path; tests check it against autograd).
+and applies them with per-example SGD. This module derives them with the correct formulas,
+one named tensor per step, so that the explainer page can show each gradient in the order
+the post derives it, next to autograd's (:func:`gradient_report`), and next to what the
+post's own code computes (:func:`post_code_comparison`; :func:`seed_backward` with
+``julia=True``: its softmax Jacobian is built from the first column of α and applied to
+every row, and its scores are divided by √length(q) = √(d·n) rather than √d).
+The trainer's fast step for the ``seed`` preset, the same gradients fused for speed, is
+:class:`attention_core.post_sgd.PostModelSGDStep`.
 
 Notation (row-major, one sentence): x (n, d) inputs with the position index appended,
 q = x Qᵀ + q_b, k = x Kᵀ + k_b, v = x Vᵀ + v_b (n, d); s = q kᵀ · c with c = 1/√d;
@@ -26,6 +24,9 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+
+from attention_core.post_sgd import PostModelSGDStep as SeedKernel  # noqa: F401  (the name pages/6_Seed_experiment.py imports)
+from attention_core.post_sgd import post_model_params
 
 
 @dataclass
@@ -101,97 +102,6 @@ def seed_backward(fw: SeedForward, y: int, params: dict[str, Tensor], *, julia: 
     return g
 
 
-def seed_params_from_model(model: torch.nn.Module) -> dict[str, Tensor]:
-    """The seed-shaped model's weights under the post's names (views, not copies)."""
-    attn = model.blocks[0].attn
-    return {
-        "Q": attn.q_proj.weight, "Qb": attn.q_proj.bias, "K": attn.k_proj.weight, "Kb": attn.k_proj.bias,
-        "V": attn.v_proj.weight, "Vb": attn.v_proj.bias, "W": model.head.weight, "b": model.head.bias,
-    }
-
-
-class SeedKernel:
-    """Per-example SGD for the seed architecture without autograd (the trainer's fast path).
-
-    Q, K, V and their biases live in one fused (3d, d) buffer so a step is one matmul for
-    q, k, v and one in-place update; :meth:`write_back` copies them into the model.
-    """
-
-    def __init__(self, model: torch.nn.Module, lr: float, train_head: bool) -> None:
-        p = seed_params_from_model(model)
-        with torch.no_grad():
-            # [Q | Qb; K | Kb; V | Vb]: the bias is a last column, met by a column of ones in x.
-            w = torch.cat([p["Q"], p["K"], p["V"]])  # (3d, d)
-            b = torch.cat([p["Qb"], p["Kb"], p["Vb"]])  # (3d,)
-            self.w_qkv = torch.cat([w, b[:, None]], dim=1).detach().clone()  # (3d, d+1)
-            self.w = p["W"].detach().clone()
-            self.b = p["b"].detach().clone()
-        self.d = w.shape[1]
-        self.scale = 1.0 / math.sqrt(self.d)
-        self.lr, self.train_head = lr, train_head
-
-    @staticmethod
-    def prepare(x: Tensor) -> Tensor:
-        """A sentence's inputs with the column of ones the fused biases need. (n, d) → (n, d+1)."""
-        return torch.cat([x, torch.ones(x.shape[0], 1, dtype=x.dtype)], dim=1)
-
-    def step(self, x1: Tensor, y: int) -> tuple[float, int]:
-        """One SGD step on one prepared sentence x1 (n, d+1); returns (loss, predicted class).
-
-        No ``torch.no_grad()`` needed: none of these tensors requires grad, so autograd
-        records nothing (and the context manager would cost a few µs per step).
-        """
-        d, n = self.d, x1.shape[0]
-        qkv = torch.mm(x1, self.w_qkv.T)  # (n, 3d) = x Wᵀ + b
-        q, k, v = qkv.split(d, dim=1)
-        alpha = torch.softmax(torch.mm(q, k.T).mul_(self.scale), dim=-1)  # (n, n)
-        a_mean = alpha.mean(0)  # (n,): mean over queries of α, so pooled = a_mean @ v
-        pooled = a_mean @ v  # (d,)
-        # C is tiny (3 for the seed): softmax, loss and argmax in plain Python are cheaper
-        # than three more tensor ops.
-        logits = torch.addmv(self.b, self.w, pooled).tolist()
-        top = max(logits)
-        exps = [math.exp(v_ - top) for v_ in logits]
-        total = sum(exps)
-        loss = math.log(total) - (logits[y] - top)
-        grad = [e / total for e in exps]
-        grad[y] -= 1.0  # p − y
-        g_logits = torch.tensor(grad, dtype=x1.dtype)
-        g_pooled = self.w.T @ g_logits  # (d,)
-        g_v = torch.outer(a_mean, g_pooled)  # (n, d) = αᵀ dL/dz, with dL/dz = g_pooled / n per row
-        g_alpha = v @ g_pooled  # (n,): n·dL/dα, the same for every row; the 1/n joins the scale
-        # Row-wise softmax backward, then through the scale: α ⊙ (g − ⟨g, α_i⟩) · c / n.
-        g_s = (alpha * (g_alpha[None, :] - (alpha @ g_alpha)[:, None])).mul_(self.scale / n)  # (n, n)
-        g_qkv = torch.cat([g_s @ k, g_s.T @ q, g_v], dim=1)  # (n, 3d)
-        self.w_qkv.addmm_(g_qkv.T, x1, alpha=-self.lr)  # weights and (last column) biases
-        if self.train_head:
-            self.w.add_(torch.outer(g_logits, pooled), alpha=-self.lr)
-            self.b.add_(g_logits, alpha=-self.lr)
-        return loss, logits.index(top)
-
-    @torch.no_grad()
-    def write_back(self, model: torch.nn.Module) -> None:
-        p = seed_params_from_model(model)
-        d = self.d
-        for i, (w, b) in enumerate((("Q", "Qb"), ("K", "Kb"), ("V", "Vb"))):
-            p[w].copy_(self.w_qkv[i * d : (i + 1) * d, :d])
-            p[b].copy_(self.w_qkv[i * d : (i + 1) * d, d])
-        p["W"].copy_(self.w)
-        p["b"].copy_(self.b)
-
-
-def seed_fast_path_applies(model_cfg, train_cfg, device: torch.device) -> bool:
-    """True when :class:`SeedKernel` computes exactly what autograd would for this setup."""
-    m, t = model_cfg, train_cfg
-    return (
-        m.n_layers == 1 and m.n_heads == 1 and not m.residual and not m.layer_norm and not m.feed_forward
-        and not m.attention_out_proj and m.attention_bias and m.pooling == "mean" and m.positional == "index"
-        and m.dropout == 0.0 and m.d_model in (None, m.input_dim) and m.freeze_embeddings
-        and t.optimizer == "sgd" and t.batch_size == 1 and t.weight_decay == 0.0 and t.grad_clip is None
-        and not t.class_weights and t.unknown == "drop" and device.type == "cpu"
-    )
-
-
 # --- the explainer page: every gradient, checked against autograd, and the post's own code ----------
 
 
@@ -241,7 +151,7 @@ def seed_inputs(text: str, embeddings, *, max_tokens: int = 64) -> SeedInputs:
 
 def seed_params_float64(model: torch.nn.Module) -> dict[str, Tensor]:
     """Detached float64 copies of a seed-shaped model's weights, under the post's names."""
-    return {k: v.detach().to(torch.float64).clone() for k, v in seed_params_from_model(model).items()}
+    return {k: v.detach().to(torch.float64).clone() for k, v in post_model_params(model).items()}
 
 
 @dataclass(frozen=True)

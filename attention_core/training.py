@@ -5,6 +5,9 @@ weights by validation loss, stops a diverging run (NaN / inf loss) and rolls bac
 last good weights, honours a time budget, can be paused, resumed and stopped from another
 thread, and records the attention maps of a few probe sentences as training goes, so the
 app can replay how attention changed. Same seed, same data, same config → same history.
+The ``seed`` preset steps with the Julia post's hand-written SGD step
+(:mod:`attention_core.post_sgd`) where that computes what autograd would; anything else steps
+through autograd and a torch optimizer.
 """
 
 from __future__ import annotations
@@ -19,13 +22,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from attention_core.backprop import SeedKernel, seed_fast_path_applies
 from attention_core.data import TextDataset, check_known_words
 from attention_core.embeddings import Embeddings, load_embeddings
 from attention_core.encoding import UNK, TextEncoder
 from attention_core.errors import ConfigError, DataError, EmbeddingError
 from attention_core.metrics import classification_metrics
 from attention_core.model import AttentionClassifier, ModelConfig, with_data
+from attention_core.post_sgd import PostModelSGDStep, post_sgd_step_applies
 from attention_core.text import TOKENIZERS
 
 OPTIMIZERS = ("adamw", "adam", "sgd")
@@ -94,30 +97,6 @@ class TrainConfig:
         if "probes" in data:
             data["probes"] = tuple(data["probes"])
         return cls(**data)
-
-
-SEED_TRAIN = TrainConfig(
-    epochs=1000,
-    batch_size=1,
-    lr=0.001,
-    optimizer="sgd",
-    weight_decay=0.0,
-    val_fraction=0.0,  # the post trained on all 39 rows
-    grad_clip=None,
-    tokenizer="whitespace",
-    unknown="drop",
-    vocab_limit=10_000,
-    probes=(
-        "very sad as they both fail",
-        "he loved that plug with good price",
-        "terrible quality for this price",
-        "i love this fantastic product",
-        "easy to move around",
-    ),
-)
-DEFAULT_TRAIN = TrainConfig(
-    probes=("the food was not good at all", "i love this fantastic product", "the battery died after a week"),
-)
 
 
 @dataclass
@@ -295,6 +274,149 @@ def make_batches(lengths: Sequence[int], batch_size: int, generator: torch.Gener
     return [batches[i] for i in perm]
 
 
+@dataclass
+class _EpochTally:
+    """What one epoch's steps add up to."""
+
+    steps: int = 0
+    seen: int = 0  # rows
+    loss_sum: float = 0.0  # Σ loss × rows
+    correct: int = 0
+    seconds: float = 0.0  # training seconds of the epoch (pauses excluded)
+
+    def add(self, loss: float, correct: int, rows: int) -> None:
+        self.steps += 1
+        self.seen += rows
+        self.loss_sum += loss * rows
+        self.correct += correct
+
+
+class _TrainingClock:
+    """Seconds spent training: the finished epochs plus the current one, pauses left out."""
+
+    def __init__(self) -> None:
+        self.elapsed = 0.0  # finished epochs
+        self._epoch = 0.0  # the current epoch up to its last pause
+        self._since = time.perf_counter()
+
+    def start_epoch(self) -> None:
+        self._epoch, self._since = 0.0, time.perf_counter()
+
+    def pause(self) -> None:
+        self._epoch += time.perf_counter() - self._since
+
+    def resume(self) -> None:
+        self._since = time.perf_counter()
+
+    def epoch_seconds(self) -> float:
+        return self._epoch + time.perf_counter() - self._since
+
+    def now(self) -> float:
+        return self.elapsed + self.epoch_seconds()
+
+    def end_epoch(self) -> float:
+        """The epoch's seconds, added to :attr:`elapsed`."""
+        seconds = self.epoch_seconds()
+        self.elapsed += seconds
+        return seconds
+
+
+class _KeptWeights:
+    """The last good weights (a diverging run rolls back to them) and the best by validation loss."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.last_good = _snapshot(model)
+        self.best: dict[str, torch.Tensor] | None = None
+        self.best_loss = math.inf
+
+    def epoch_done(self, model: torch.nn.Module, val_loss: float | None) -> bool:
+        """Keep the epoch's weights as the last good ones; True when they are the best so far."""
+        self.last_good = _snapshot(model)
+        if val_loss is not None and val_loss < self.best_loss:
+            self.best_loss, self.best = val_loss, self.last_good
+            return True
+        return False
+
+
+class _Snapshots:
+    """Weight snapshots for the time-lapse: the planned epochs (:func:`snapshot_epochs`) and those a run ends on."""
+
+    def __init__(self, planned: set[int], model: torch.nn.Module) -> None:
+        self.planned = planned
+        self.weights: dict[int, dict[str, torch.Tensor]] = {}
+        self.take_planned(0, model)
+
+    def take_planned(self, epoch: int, model: torch.nn.Module) -> None:
+        if epoch in self.planned:
+            self.take(epoch, model)
+
+    def take(self, epoch: int, model: torch.nn.Module) -> None:
+        if epoch not in self.weights:
+            self.weights[epoch] = _trained_weights(model)
+
+
+class _AutogradStep:
+    """A step on a batch through autograd and a torch optimizer (any model and settings)."""
+
+    def __init__(self, model: AttentionClassifier, optimizer: torch.optim.Optimizer,
+                 tensors: Callable[[Sequence[int]], tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]],
+                 loss_weight: torch.Tensor | None, grad_clip: float | None) -> None:
+        self.model, self.optimizer, self.tensors = model, optimizer, tensors
+        self.loss_weight, self.grad_clip = loss_weight, grad_clip
+        self.params = [p for p in model.parameters() if p.requires_grad]
+
+    def __call__(self, rows: Sequence[int]) -> tuple[float, int]:
+        """(loss, correct predictions) of the rows; the weights move only when the loss is finite."""
+        ids, mask, y = self.tensors(rows)
+        logits, _ = self.model(ids, mask, need_weights=False)
+        loss = F.cross_entropy(logits, y, weight=self.loss_weight)
+        loss_value = loss.item()
+        correct = int((logits.argmax(-1) == y).sum())
+        if math.isfinite(loss_value):
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if self.grad_clip:
+                torch.nn.utils.clip_grad_norm_(self.optimizer.param_groups[0]["params"], self.grad_clip)
+            self.optimizer.step()
+        return loss_value, correct
+
+    def end_epoch(self) -> None:
+        """Nothing to do: the optimizer updates the model's own weights."""
+
+    def weights_finite(self) -> bool:
+        return all(bool(torch.isfinite(p).all()) for p in self.params)
+
+
+class _PostModelStep:
+    """A step on one sentence with the post's hand-written SGD (:class:`PostModelSGDStep`), without autograd.
+
+    The embeddings are frozen, so each sentence's input is computed once. The step trains copies
+    of the weights; :meth:`end_epoch` writes them into the model.
+    """
+
+    def __init__(self, model: AttentionClassifier, ids: list[tuple[int, ...]], labels: list[int], lr: float,
+                 train_head: bool) -> None:
+        self.model, self.labels = model, labels
+        self.sgd = PostModelSGDStep(model, lr, train_head)
+        with torch.no_grad():
+            self.inputs = [self.sgd.prepare(model.embed(torch.tensor([row]))[0]) for row in ids]  # (n, d+1) each
+
+    def __call__(self, rows: Sequence[int]) -> tuple[float, int]:
+        """(loss, correct prediction) of the one row in ``rows``."""
+        row = rows[0]
+        loss, predicted = self.sgd.step(self.inputs[row], self.labels[row])
+        return loss, int(predicted == self.labels[row])
+
+    def end_epoch(self) -> None:
+        self.sgd.write_back(self.model)
+
+    def weights_finite(self) -> bool:
+        return self.sgd.weights_finite()
+
+
+_Step = _AutogradStep | _PostModelStep  # called with a batch's rows: (loss, correct predictions)
+
+
 class Trainer:
     """Train an :class:`AttentionClassifier` on a :class:`TextDataset`.
 
@@ -344,6 +466,7 @@ class Trainer:
                 continue
         self.probes = [text for text, _, _ in self._probes]
         self._train = self._encode(self.train_set)
+        self._train_lengths = [len(ids) for ids in self._train[0]]
         self._val = self._encode(self.val_set)
         if not self._train[0]:
             raise DataError(
@@ -475,129 +598,127 @@ class Trainer:
         on_step: Callable[[StepEvent], None] | None = None,
         on_epoch: Callable[[EpochRecord], None] | None = None,
     ) -> TrainResult:
+        """Train until the last epoch, a stop, the time budget or a divergence; the model keeps the best weights."""
         tc, h, model = self.train_config, self.history, self.model
         if tc.num_threads:
             torch.set_num_threads(tc.num_threads)
-        gen = torch.Generator().manual_seed(tc.seed)
+        batch_order = torch.Generator().manual_seed(tc.seed)
         torch.manual_seed(tc.seed)  # dropout
-        weight = self._class_weights()
-        train_ids, train_labels = self._train
-        lengths = [len(x) for x in train_ids]
-        has_val = bool(self._val[0])
-        last_good = _snapshot(model)
-        best_state, best_loss = None, math.inf
-        probe_every = max(1, tc.epochs // MAX_PROBE_RECORDS)
-        kernel, seed_inputs, opt = None, [], None
-        if seed_fast_path_applies(self.model_config, tc, self.device):
-            kernel = SeedKernel(model, tc.lr, train_head=not self.model_config.freeze_head)
-            with torch.no_grad():  # frozen embeddings: each sentence's input is fixed
-                seed_inputs = [kernel.prepare(model.embed(torch.tensor([ids]))[0]) for ids in train_ids]
-        else:
-            opt = self._optimizer()
+        loss_weight = self._class_weights()
+        kept = _KeptWeights(model)
+        take_step = self._make_step(loss_weight)
         self._record_probes(0)
-        keep = snapshot_epochs(tc.epochs, tc.snapshots)
-        snapshots = {0: _trained_weights(model)} if 0 in keep else {}
-        step, elapsed = 0, 0.0
+        snapshots = _Snapshots(snapshot_epochs(tc.epochs, tc.snapshots), model)
+        clock, steps = _TrainingClock(), 0
         model.train()
         for epoch in range(1, tc.epochs + 1):
-            batches = make_batches(lengths, tc.batch_size, gen)
-            epoch_start, epoch_seconds = time.perf_counter(), 0.0
-            loss_sum, correct, seen = 0.0, 0, 0
-            for rows in batches:
-                if not self._running.is_set():  # paused: do not count the wait as training time
-                    epoch_seconds += time.perf_counter() - epoch_start
-                    self._idle.set()
-                    self._running.wait()
-                    self._idle.clear()
-                    epoch_start = time.perf_counter()
-                if self._stop.is_set():
-                    break
-                if kernel is not None:  # the seed's per-example SGD without autograd
-                    loss_value, pred = kernel.step(seed_inputs[rows[0]], train_labels[rows[0]])
-                    batch_correct = int(pred == train_labels[rows[0]])
-                else:
-                    ids, mask, y = self._tensors(rows, train_ids, train_labels)
-                    logits, _ = model(ids, mask, need_weights=False)
-                    loss = F.cross_entropy(logits, y, weight=weight)
-                    loss_value = loss.item()
-                    batch_correct = int((logits.argmax(-1) == y).sum())
-                if not math.isfinite(loss_value):
-                    model.load_state_dict(last_good)
-                    h.status = "diverged"
-                    h.message = (
-                        f"training diverged at epoch {epoch}, step {step + 1} (loss = {loss_value}) with learning "
-                        f"rate {tc.lr:g} — try a lower learning rate, e.g. {tc.lr / 10:g}; the last good weights are kept"
-                    )
-                    kernel = None
-                    break
-                if kernel is None:
-                    opt.zero_grad(set_to_none=True)
-                    loss.backward()
-                    if tc.grad_clip:
-                        torch.nn.utils.clip_grad_norm_(opt.param_groups[0]["params"], tc.grad_clip)
-                    opt.step()
-                step += 1
-                seen += len(rows)
-                loss_sum += loss_value * len(rows)
-                correct += batch_correct
-                h.step_losses.append(loss_value)
-                if on_step is not None:
-                    now = elapsed + epoch_seconds + time.perf_counter() - epoch_start
-                    on_step(StepEvent(epoch, step, len(batches), loss_value, h.examples_seen + seen, now))
-                if tc.time_budget and elapsed + epoch_seconds + time.perf_counter() - epoch_start >= tc.time_budget:
-                    h.status, h.message = "time budget", f"stopped after the time budget of {tc.time_budget:g} s"
-                    break
-            epoch_seconds += time.perf_counter() - epoch_start
-            elapsed += epoch_seconds
-            h.examples_seen += seen
-            h.seconds = elapsed
-            if kernel is not None:
-                kernel.write_back(model)
-            if h.status == "diverged" or seen == 0:
+            batches = make_batches(self._train_lengths, tc.batch_size, batch_order)
+            tally = self._train_epoch(epoch, batches, take_step, clock, steps, kept, on_step)
+            steps += tally.steps
+            h.examples_seen += tally.seen
+            h.seconds = clock.elapsed
+            if h.status == "diverged" or tally.seen == 0:
                 break
-            # An epoch whose weights went non-finite is a divergence too (caught before it is kept).
-            trained = [kernel.w_qkv] if kernel is not None else [p for p in model.parameters() if p.requires_grad]
-            if not all(bool(torch.isfinite(p).all()) for p in trained):
-                model.load_state_dict(last_good)
-                h.status, h.message = "diverged", (
-                    f"weights became NaN/inf in epoch {epoch} with learning rate {tc.lr:g} — try a lower "
-                    f"learning rate, e.g. {tc.lr / 10:g}; the last good weights are kept"
-                )
+            take_step.end_epoch()
+            if not take_step.weights_finite():  # caught before the epoch's weights are kept
+                self._diverge(kept, f"weights became NaN/inf in epoch {epoch}")
                 break
-            val_loss, val_acc = (None, None)
-            if has_val:
-                val_loss, val_acc, _ = self.evaluate_encoded(*self._val, weight=weight)
-            record = EpochRecord(
-                epoch, loss_sum / seen, correct / seen, val_loss, val_acc, round(elapsed, 4), seen / max(epoch_seconds, 1e-9)
-            )
+            record = self._epoch_record(epoch, tally, clock, loss_weight)
             h.epochs.append(record)
-            last_good = _snapshot(model)
-            if has_val and val_loss < best_loss:
-                best_loss, best_state, h.best_epoch = val_loss, last_good, epoch
-            elif not has_val:
-                h.best_epoch = epoch  # without validation rows the last weights are kept
-            if epoch % probe_every == 0 or epoch == tc.epochs or self._stop.is_set() or h.status != "running":
+            if kept.epoch_done(model, record.val_loss) or record.val_loss is None:
+                h.best_epoch = epoch  # the lowest validation loss; without validation rows, the last epoch
+            if self._probes_due(epoch):
                 self._record_probes(epoch)
-            if epoch in keep:
-                snapshots[epoch] = _trained_weights(model)
+            snapshots.take_planned(epoch, model)
             if on_epoch is not None:
                 on_epoch(record)
             if self._stop.is_set() or h.status != "running":
                 break
-        if tc.snapshots and h.epochs and h.epochs[-1].epoch not in snapshots:  # stopped or diverged early
-            snapshots[h.epochs[-1].epoch] = _trained_weights(model)  # (a diverged run's model is its last good epoch)
+        return self._finish(kept, snapshots)
+
+    def _train_epoch(self, epoch: int, batches: list[list[int]], take_step: _Step,
+                     clock: _TrainingClock, steps_before: int, kept: _KeptWeights,
+                     on_step: Callable[[StepEvent], None] | None) -> _EpochTally:
+        """One epoch's steps; it ends early on a stop, a non-finite loss or the time budget (``history.status``)."""
+        h, tally, budget = self.history, _EpochTally(), self.train_config.time_budget
+        clock.start_epoch()
+        for rows in batches:
+            if not self._running.is_set():  # paused
+                self._wait_while_paused(clock)
+            if self._stop.is_set():
+                break
+            loss, correct = take_step(rows)
+            if not math.isfinite(loss):
+                self._diverge(kept, f"training diverged at epoch {epoch}, step {steps_before + tally.steps + 1} "
+                                    f"(loss = {loss})")
+                break
+            tally.add(loss, correct, len(rows))
+            h.step_losses.append(loss)
+            if on_step is not None:
+                step = steps_before + tally.steps
+                on_step(StepEvent(epoch, step, len(batches), loss, h.examples_seen + tally.seen, clock.now()))
+            if budget and clock.now() >= budget:
+                h.status, h.message = "time budget", f"stopped after the time budget of {budget:g} s"
+                break
+        tally.seconds = clock.end_epoch()
+        return tally
+
+    def _make_step(self, loss_weight: torch.Tensor | None) -> _Step:
+        """The post's hand-written SGD step where it computes what autograd would, else autograd and an optimizer."""
+        ids, labels = self._train
+        if post_sgd_step_applies(self.model_config, self.train_config, self.device):
+            return _PostModelStep(self.model, ids, labels, self.train_config.lr, not self.model_config.freeze_head)
+        return _AutogradStep(self.model, self._optimizer(), lambda rows: self._tensors(rows, ids, labels),
+                             loss_weight, self.train_config.grad_clip)
+
+    def _wait_while_paused(self, clock: _TrainingClock) -> None:
+        """Block until :meth:`resume` (or :meth:`stop`); the wait is not training time."""
+        clock.pause()
+        self._idle.set()
+        self._running.wait()
+        self._idle.clear()
+        clock.resume()
+
+    def _diverge(self, kept: _KeptWeights, what: str) -> None:
+        """Roll back to the last good weights, and say what happened and what to try."""
+        lr = self.train_config.lr
+        self.model.load_state_dict(kept.last_good)
+        self.history.status = "diverged"
+        self.history.message = (f"{what} with learning rate {lr:g} — try a lower learning rate, e.g. {lr / 10:g}; "
+                                 "the last good weights are kept")
+
+    def _epoch_record(self, epoch: int, tally: _EpochTally, clock: _TrainingClock,
+                      loss_weight: torch.Tensor | None) -> EpochRecord:
+        val_loss, val_acc = None, None
+        if self._val[0]:
+            val_loss, val_acc, _ = self.evaluate_encoded(*self._val, weight=loss_weight)
+        return EpochRecord(epoch, tally.loss_sum / tally.seen, tally.correct / tally.seen, val_loss, val_acc,
+                           round(clock.elapsed, 4), tally.seen / max(tally.seconds, 1e-9))
+
+    def _probes_due(self, epoch: int) -> bool:
+        """Whether to record the probes' attention after ``epoch``: at most MAX_PROBE_RECORDS times, and the end."""
+        tc = self.train_config
+        every = max(1, tc.epochs // MAX_PROBE_RECORDS)
+        return epoch % every == 0 or epoch == tc.epochs or self._stop.is_set() or self.history.status != "running"
+
+    def _finish(self, kept: _KeptWeights, snapshots: _Snapshots) -> TrainResult:
+        """Name how the run ended, load the weights it keeps, and hand them over on the CPU."""
+        tc, h, model = self.train_config, self.history, self.model
+        if tc.snapshots and h.epochs:  # stopped or diverged early: the time-lapse reaches the last epoch
+            snapshots.take(h.epochs[-1].epoch, model)  # (a diverged run's model is its last good epoch)
         if h.status == "running":
             h.status = "stopped" if self._stop.is_set() else "finished"
             if h.status == "stopped":
                 h.message = f"stopped by the user after {len(h.epochs)} epoch(s)"
-        if has_val and best_state is not None:
-            model.load_state_dict(best_state)  # keep the best weights by validation loss
-            if tc.snapshots and h.best_epoch not in snapshots:  # the time-lapse shows the kept model too
-                snapshots[h.best_epoch] = _trained_weights(model)
+        if kept.best is not None:
+            model.load_state_dict(kept.best)  # the best weights by validation loss
+            if tc.snapshots:  # the time-lapse shows the kept model too
+                snapshots.take(h.best_epoch, model)
         model.zero_grad(set_to_none=True)
         model.eval().cpu()  # runs are saved and served from the CPU
         return TrainResult(
-            model, self.encoder, self.model_config, tc, self.label_names, h, self.train_set, self.val_set, snapshots
+            model, self.encoder, self.model_config, tc, self.label_names, h, self.train_set, self.val_set,
+            snapshots.weights,
         )
 
 

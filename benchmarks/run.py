@@ -87,8 +87,8 @@ from attention_core import (
     preset,
     save_run,
 )
-from attention_core.backprop import seed_fast_path_applies
 from attention_core.metrics import Metrics
+from attention_core.post_sgd import post_sgd_step_applies
 from attention_core.threads import OtherProcessesCpu, ThreadTuner, auto_threads
 from attention_core.training import StepEvent
 from benchmarks.seed_numpy import train_seed_numpy
@@ -310,7 +310,7 @@ def time_torch_seed(epochs: int, dataset: TextDataset, embeddings: Embeddings) -
     h = result.history
     return {"build": build, "run": run, "train": h.seconds, "steps": h.examples_seen, "other": cpu.other_cores,
             "loss": h.epochs[-1].train_loss, "trainer": trainer,
-            "fast_path": seed_fast_path_applies(trainer.model_config, train_cfg, trainer.device)}
+            "fast_path": post_sgd_step_applies(trainer.model_config, train_cfg, trainer.device)}
 
 
 def time_numpy_seed(train: Callable[..., list[float]], rows: list[tuple[str, str]], vectors: dict[str, np.ndarray],

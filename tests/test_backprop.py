@@ -1,14 +1,11 @@
-"""The hand-written backward pass of the seed model against autograd, and the fast path."""
+"""The hand-written backward pass of the seed model (the Backpropagation page's) against autograd."""
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import pytest
 import torch
 
-from attention_core import EmbeddingSource, Trainer, dataset_from_lists, load_embeddings, preset
-from attention_core.backprop import SeedKernel, seed_backward, seed_forward
+from attention_core.backprop import seed_backward, seed_forward
 
 D, C = 51, 3
 
@@ -46,24 +43,3 @@ def test_single_token_softmax_jacobian_is_zero():
     fw = seed_forward(torch.randn(1, D, dtype=torch.float64), 0, p)
     g = seed_backward(fw, 0, p)
     assert torch.count_nonzero(g["softmax Jacobian"]) == 0 and torch.count_nonzero(g["dL/dQ"]) == 0
-
-
-@pytest.mark.parametrize("freeze_head", [True, False])
-def test_seed_fast_path_matches_autograd_training(freeze_head):
-    emb = load_embeddings(EmbeddingSource(limit=10_000))
-    ds = dataset_from_lists(
-        ["i love this speaker", "great product", "it broke after a day", "waste of money", "it meets my need"],
-        ["positive", "positive", "negative", "negative", "neutral"],
-    )
-    model_cfg, train_cfg = preset("seed", epochs=15, freeze_head=freeze_head)
-    fast = Trainer(model_cfg, train_cfg, ds, emb)
-    slow = Trainer(model_cfg, replace(train_cfg, grad_clip=1e12), ds, emb)  # any clip disables the fast path
-    a, b = fast.run(), slow.run()
-    assert a.history.step_losses == pytest.approx(b.history.step_losses, abs=1e-5)
-    for (name, pa), pb in zip(a.model.state_dict().items(), b.model.state_dict().values(), strict=True):
-        assert torch.allclose(pa, pb, atol=1e-5), name
-
-
-def test_kernel_prepare_appends_ones():
-    x = torch.randn(3, D)
-    assert torch.equal(SeedKernel.prepare(x)[:, -1], torch.ones(3))

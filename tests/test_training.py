@@ -42,12 +42,89 @@ def test_overfits_a_handful_of_rows(tiny_ds, emb):
     assert preds == [tiny_ds.label_names.index("pos")] * 6 + [tiny_ds.label_names.index("neg")] * 6
 
 
+def numbers(result) -> dict:
+    """Everything a run computed except its timings: History (as JSON), weights and snapshots."""
+    h = result.history.to_dict()
+    del h["seconds"]
+    for e in h["epochs"]:
+        del e["seconds"], e["examples_per_second"]
+    return {"history": h, "weights": result.model.state_dict(), "snapshots": result.snapshots}
+
+
+def assert_same_numbers(a: dict, b: dict, *, same_snapshot_epochs: bool = True) -> None:
+    """Equal to the bit; snapshots of the epochs both kept (both runs planned the same ones, unless told)."""
+    assert a["history"] == b["history"]
+    assert a["weights"].keys() == b["weights"].keys()
+    assert all(torch.equal(w, b["weights"][k]) for k, w in a["weights"].items())
+    both = a["snapshots"].keys() & b["snapshots"].keys()
+    assert not same_snapshot_epochs or a["snapshots"].keys() == both == b["snapshots"].keys()
+    assert all(torch.equal(w, b["snapshots"][e][k]) for e in both for k, w in a["snapshots"][e].items())
+
+
+@pytest.fixture(scope="module")
+def seed_trainer_args():
+    """The seed preset (its fast path) on the bundled small.csv, 6 epochs, 25 % held out."""
+    from attention_core import EmbeddingSource, load_dataset
+
+    model_cfg, train_cfg = preset("seed", epochs=6, val_fraction=0.25, snapshots=3)
+    return model_cfg, train_cfg, load_dataset("data/small.csv"), load_embeddings(EmbeddingSource(limit=10_000))
+
+
 def test_same_seed_same_history_other_seed_differs(tiny_ds, emb):
     a = fit(tiny_ds, emb, epochs=5, seed=3).run().history
     b = fit(tiny_ds, emb, epochs=5, seed=3).run().history
     c = fit(tiny_ds, emb, epochs=5, seed=4).run().history
     assert a.step_losses == b.step_losses
     assert a.step_losses != c.step_losses
+
+
+@pytest.mark.parametrize("path", ["autograd", "post_sgd"])
+def test_same_seed_same_numbers_to_the_bit(path, emb, seed_trainer_args):
+    """History, weights kept (best by validation loss) and snapshots: equal, not close."""
+    if path == "autograd":
+        ds = dataset_from_lists(POS * 3 + NEG * 3, ["pos"] * 18 + ["neg"] * 18)
+        make = lambda: fit(ds, emb, model=replace(TINY, dropout=0.1), epochs=6, val_fraction=0.25, snapshots=3)  # noqa: E731
+    else:
+        make = lambda: Trainer(*seed_trainer_args)  # noqa: E731
+    a, b = numbers(make().run()), numbers(make().run())
+    assert a["history"]["epochs"][-1]["val_loss"] is not None and len(a["snapshots"]) >= 3
+    assert_same_numbers(a, b)
+
+
+@pytest.mark.parametrize("path", ["autograd", "post_sgd"])
+def test_pause_stop_and_time_budget_change_no_numbers(path, tiny_ds, emb, seed_trainer_args):
+    """A run paused mid-epoch computes what an uninterrupted one does; one stopped after epoch 2, or by its time
+    budget, computes what a shorter run does, up to where it ended."""
+    def make(**train):
+        if path == "autograd":
+            return fit(tiny_ds, emb, **{"epochs": 4, **train})
+        model_cfg, train_cfg, ds, vectors = seed_trainer_args
+        return Trainer(model_cfg, replace(train_cfg, **{"epochs": 4, **train}), ds, vectors)
+
+    whole = make().run()
+    paused = make()
+
+    def pause_at_step_2(ev):
+        if ev.step == 2:
+            paused.pause()
+
+    resumer = threading.Thread(target=lambda: paused.wait_until_paused(60) and paused.resume())
+    resumer.start()
+    assert_same_numbers(numbers(paused.run(on_step=pause_at_step_2)), numbers(whole))
+    resumer.join(60)
+
+    stopped = make()
+    result = stopped.run(on_epoch=lambda rec: rec.epoch == 2 and stopped.stop())
+    assert (result.history.status, result.history.message) == ("stopped", "stopped by the user after 2 epoch(s)")
+    two_epochs = numbers(make(epochs=2).run())
+    two_epochs["history"].update(status="stopped", message="stopped by the user after 2 epoch(s)")
+    assert 2 in result.snapshots
+    assert_same_numbers(numbers(result), two_epochs, same_snapshot_epochs=False)
+
+    budget = make(epochs=100_000, time_budget=0.3).run().history
+    assert (budget.status, budget.message) == ("time budget", "stopped after the time budget of 0.3 s")
+    longer = make(epochs=len(budget.epochs) + 1).run().history
+    assert budget.step_losses == longer.step_losses[: len(budget.step_losses)]
 
 
 def test_callbacks_fire_per_step_and_epoch(tiny_ds, emb):
@@ -83,7 +160,8 @@ def test_diverging_run_is_caught_and_last_good_weights_kept(tiny_ds, emb):
     result = trainer.run()
     h = result.history
     assert h.status == "diverged"
-    assert "lower learning rate" in h.message
+    assert h.message == (f"training diverged at epoch 1, step {len(h.step_losses) + 1} (loss = nan) with learning rate "
+                         "1e+06 — try a lower learning rate, e.g. 100000; the last good weights are kept")
     assert all(torch.isfinite(p).all() for p in result.model.parameters())
     logits, _ = result.model(result.encoder.collate([result.encoder.encode("a great movie")]).ids)
     assert torch.isfinite(logits).all()
