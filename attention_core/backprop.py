@@ -25,7 +25,6 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attention_core.post_sgd import PostModelSGDStep as SeedKernel  # noqa: F401  (the name pages/6_Seed_experiment.py imports)
 from attention_core.post_sgd import post_model_params
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import streamlit as st
 
 from attention_core import Run, load_dataset, preset
-from attention_core.backprop import SeedKernel
 from attention_core.errors import InputError
+from attention_core.post_sgd import PostModelSGDStep
 from attention_core.presets import SEED
 from attention_core.runs import save_new_run
 from attention_core.training import TrainerSpec
@@ -230,8 +230,8 @@ else:
     st.caption("This run recorded no attention for that sentence.")
 
 with st.expander("Show the code that computed these numbers"):
-    st.markdown("The seed variants train with `SeedKernel.step` (the hand-written backward pass of the Backpropagation "
+    st.markdown("The seed variants train with `PostModelSGDStep.step` (the hand-written backward pass of the Backpropagation "
                 "page, one review at a time); every variant's maps come from `Run.predict`.")
-    for fn in (SeedKernel.step, Run.predict, preset):
+    for fn in (PostModelSGDStep.step, Run.predict, preset):
         st.code(inspect.getsource(fn), language="python")
     st.caption(f"Runs of this session live in a temporary folder ({ss.get('seedexp_dir')}), not in your runs folder.")
