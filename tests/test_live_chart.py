@@ -73,3 +73,13 @@ def test_the_live_chart_keeps_its_identity_while_its_figure_changes(fresh_cache)
     assert json.loads(json.loads(second.json)["spec"])["data"][0]["y"] == [0, 1]
     assert second.id == first[0].proto.id  # same element: the browser updates it in place…
     assert at.get("plotly_chart")[0].proto.id != plain_id  # …where st.plotly_chart becomes a new chart
+
+
+def test_the_plotly_asset_folder_is_declared_once_per_process(monkeypatch):
+    """declare_component looks its caller up with inspect.getmodule, whose cache is filled without a lock: called on
+    every page run, it failed once on a cold start with two visitors ("module is None"). Once, at import, it cannot."""
+    from ui import live_chart
+
+    url = live_chart._plotly_url()
+    monkeypatch.setattr(live_chart.components_v1, "declare_component", lambda *a, **k: pytest.fail("declared again"))
+    assert [live_chart._plotly_url() for _ in range(3)] == [url] * 3

@@ -60,10 +60,18 @@ def asset_dir() -> Path:
     raise OSError("cannot write plotly.js to a cache or temp folder for the live charts")
 
 
+@lru_cache(maxsize=1)
 def _plotly_url() -> str:
     """plotly.min.js's address, relative to the app's base URL."""
     name = components_v1.declare_component(_ASSETS, path=str(asset_dir())).name
     return f"component/{name}/plotly.min.js"
+
+
+# Declared once, while this module is imported (other threads wait for an import to end):
+# declare_component looks its caller up with inspect.getmodule, whose module cache is filled
+# without a lock, and a page run of another session filling it at the same moment made the
+# lookup fail ("module is None") on a cold start.
+_plotly_url()
 
 
 def preload(key: str = "live_chart_preload", *, at_once: bool = False) -> None:
