@@ -21,8 +21,8 @@ every logit falls, the others faster). For two classes ∂log p(c) = (1 − p(c)
 logit_other), so the sign says which class a word pushes towards.
 
 Saliency needs gradients w.r.t. the *looked-up* vectors even when the embedding table is
-frozen, so :func:`forward_from_features` re-runs :class:`AttentionClassifier`'s forward
-pass from the output of ``model.embed`` using the model's own submodules.
+frozen, so it runs :meth:`AttentionClassifier.forward_features` on the output of
+``model.embed``.
 
 Legend: B batch, T tokens, L layers, H heads, E embedding dim, C classes.
 """
@@ -37,7 +37,7 @@ import torch
 from torch import Tensor
 
 from attention_core.encoding import Batch
-from attention_core.model import AttentionClassifier, pool
+from attention_core.model import AttentionClassifier
 
 if TYPE_CHECKING:  # runs.py may one day import this module
     from attention_core.runs import Run
@@ -47,7 +47,7 @@ SALIENCY_METHODS = ("grad_x_input", "integrated_gradients", "grad_norm")
 
 __all__ = [
     "HEAD_FUSIONS", "SALIENCY_METHODS", "Explanation", "attention_rollout", "explain",
-    "forward_from_features", "token_saliency", "top_k_mask",
+    "token_saliency", "top_k_mask",
 ]
 
 
@@ -116,56 +116,6 @@ def attention_rollout(
     return rollout if batched else rollout[0]
 
 
-# --- forward from features ---------------------------------------------------------------------
-
-
-def forward_from_features(
-    model: AttentionClassifier, features: Tensor, mask: Tensor | None = None, *, need_weights: bool = True
-) -> tuple[Tensor, Tensor | None]:
-    """:meth:`AttentionClassifier.forward` starting from ``model.embed(ids, extra)``.
-
-    Runs the model's own ``input_proj``, positional encoding, dropout, ``blocks``,
-    ``final_norm``, ``pool`` and ``head`` in the same order as its ``forward``, so
-    ``forward_from_features(model, model.embed(ids, extra), ids != 0)`` gives the same logits
-    and attention as ``model(ids, extra=extra)`` — but gradients can flow into the features.
-
-    Shape:
-        features (B, T, input_dim), mask (B, T) bool (default: all True)
-        → logits (B, C), attention (L, B, H, T, T) or None.
-
-    Example:
-        >>> model = AttentionClassifier(ModelConfig(vocab_size=10, embedding_dim=8, d_model=8, n_heads=2)).eval()
-        >>> ids = torch.tensor([[2, 3, 4]])
-        >>> torch.equal(forward_from_features(model, model.embed(ids))[0], model(ids)[0])
-        True
-    """
-    cfg = model.cfg
-    if features.dim() != 3 or features.shape[-1] != cfg.input_dim:
-        raise ValueError(f"features must be (B, T, {cfg.input_dim}), got shape {tuple(features.shape)}")
-    b, t, _ = features.shape
-    if t > cfg.max_len and cfg.positional in ("sinusoidal", "learned"):
-        raise ValueError(f"sequence of {t} tokens is longer than max_len={cfg.max_len}")
-    if mask is None:
-        mask = torch.ones(b, t, dtype=torch.bool, device=features.device)
-    if mask.shape != (b, t) or mask.dtype != torch.bool:
-        raise ValueError(f"mask must be a bool tensor of shape {(b, t)}, got {mask.dtype} {tuple(mask.shape)}")
-    x = model.input_proj(features)  # (B, T, D)
-    if cfg.positional == "sinusoidal":
-        x = x + model.pos_table[:t]
-    elif model.pos_embedding is not None:
-        x = x + model.pos_embedding.weight[:t]
-    x = model.drop(x)
-    attn_mask = mask[:, None, None, :]  # (B, 1, 1, T)
-    weights = []
-    for block in model.blocks:
-        x, w = block(x, attn_mask, need_weights)
-        weights.append(w)
-    x = model.final_norm(x)
-    pooled = model.drop(pool(x, mask, cfg.pooling))  # (B, D)
-    logits = model.head(pooled)  # (B, C)
-    return logits, torch.stack(weights) if need_weights else None
-
-
 # --- gradient saliency -----------------------------------------------------------------------
 
 
@@ -225,7 +175,7 @@ def token_saliency(
             words, rest = features[..., :e], features[..., e:]  # rest: the seed's position index (or empty)
             if target is None:
                 with torch.no_grad():
-                    logits, _ = forward_from_features(model, features, mask, need_weights=False)
+                    logits, _ = model.forward_features(features, mask, need_weights=False)
                 cls = int(logits[0].argmax())
             else:
                 cls = int(target)
@@ -235,7 +185,7 @@ def token_saliency(
                 w = w.detach().requires_grad_(True)
                 n = w.shape[0]
                 x = torch.cat([w, rest.expand(n, -1, -1)], dim=-1)
-                logits, _ = forward_from_features(model, x, mask.expand(n, -1), need_weights=False)
+                logits, _ = model.forward_features(x, mask.expand(n, -1), need_weights=False)
                 log_p = torch.log_softmax(logits, dim=-1)[:, cls]  # (N,): not the raw logit (module docstring)
                 (grad,) = torch.autograd.grad(log_p.sum(), w)
                 return grad
@@ -360,7 +310,7 @@ def explain(
     try:
         with torch.no_grad():
             features = model.embed(batch.ids, batch.extra)  # (1, T, input_dim)
-            logits, attn = forward_from_features(model, features, batch.mask)
+            logits, attn = model.forward_features(features, batch.mask)
         probs = torch.softmax(logits[0], dim=-1)
         predicted = int(probs.argmax())
         cls = predicted if target is None else target

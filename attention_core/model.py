@@ -197,13 +197,33 @@ class AttentionClassifier(nn.Module):
     def forward(
         self, ids: Tensor, mask: Tensor | None = None, extra: Tensor | None = None, *, need_weights: bool = True
     ) -> tuple[Tensor, Tensor | None]:
-        b, t = ids.shape
-        if t > self.cfg.max_len and self.cfg.positional in ("sinusoidal", "learned"):
-            raise ValueError(f"sequence of {t} tokens is longer than max_len={self.cfg.max_len}")
         if mask is None:
             mask = ids != 0
-        x = self.input_proj(self.embed(ids, extra))  # (B, T, D)
-        if self.cfg.positional == "sinusoidal":
+        return self.forward_features(self.embed(ids, extra), mask, need_weights=need_weights)
+
+    def forward_features(
+        self, features: Tensor, mask: Tensor | None = None, *, need_weights: bool = True
+    ) -> tuple[Tensor, Tensor | None]:
+        """The forward pass from the output of :meth:`embed`: the one copy of the layers' order.
+
+        Gradients can flow into ``features`` even when the embedding table is frozen (saliency).
+
+        Shape:
+            features (B, T, input_dim), mask (B, T) bool (True = real token; default: all True)
+            → logits (B, C), attention (L, B, H, T, T) or None when ``need_weights=False``.
+        """
+        cfg = self.cfg
+        if features.dim() != 3 or features.shape[-1] != cfg.input_dim:
+            raise ValueError(f"features must be (B, T, {cfg.input_dim}), got shape {tuple(features.shape)}")
+        b, t, _ = features.shape
+        if t > cfg.max_len and cfg.positional in ("sinusoidal", "learned"):
+            raise ValueError(f"sequence of {t} tokens is longer than max_len={cfg.max_len}")
+        if mask is None:
+            mask = torch.ones(b, t, dtype=torch.bool, device=features.device)
+        if mask.shape != (b, t) or mask.dtype != torch.bool:
+            raise ValueError(f"mask must be a bool tensor of shape {(b, t)}, got {mask.dtype} {tuple(mask.shape)}")
+        x = self.input_proj(features)  # (B, T, D)
+        if cfg.positional == "sinusoidal":
             x = x + self.pos_table[:t]
         elif self.pos_embedding is not None:
             x = x + self.pos_embedding.weight[:t]
@@ -214,7 +234,7 @@ class AttentionClassifier(nn.Module):
             x, w = block(x, attn_mask, need_weights)
             weights.append(w)
         x = self.final_norm(x)
-        pooled = self.drop(pool(x, mask, self.cfg.pooling))  # (B, D)
+        pooled = self.drop(pool(x, mask, cfg.pooling))  # (B, D)
         logits = self.head(pooled)  # (B, C)
         return logits, torch.stack(weights) if need_weights else None  # (L, B, H, T, T)
 

@@ -44,6 +44,7 @@ from attention_core.embeddings import EmbeddingSource, load_embeddings
 from attention_core.encoding import Encoded, TextEncoder
 from attention_core.errors import ConfigError, InputError, RunError
 from attention_core.model import AttentionClassifier, ModelConfig
+from attention_core.sentence import run_encoded, run_sentence
 from attention_core.training import History, TrainConfig, TrainResult, predict_probabilities
 
 FORMAT = "attention-playground-run"
@@ -100,29 +101,28 @@ class Run:
             tuple(result.label_names), result.history, name, None, val, dict(result.snapshots),
         )
 
-    @torch.no_grad()
     def forward_over_training(self, text: str) -> tuple[Encoded, list[tuple[int, torch.Tensor, torch.Tensor]]]:
         """``text`` through the model as it was at each snapshot epoch: its encoding and [(epoch,
         probabilities (C,), attention (L, H, T, T))], oldest first (none for a run without snapshots).
 
         Raises ``EmbeddingError`` if no word of ``text`` is known.
         """
-        enc, batch = self.encoder.encode_for_model(text)
-        model = copy.deepcopy(self.model).eval()
+        encoded, batch = self.encoder.encode_for_model(text)
+        model = copy.deepcopy(self.model)
         out = []
         for epoch in sorted(self.snapshots):
             model.load_state_dict({k: v.float() for k, v in self.snapshots[epoch].items()}, strict=False)
-            logits, attn = model(batch.ids, batch.mask, batch.extra)
-            out.append((epoch, torch.softmax(logits[0], -1), attn[:, 0]))
-        return enc, out
+            seen = run_encoded(model, encoded, batch)
+            out.append((epoch, seen.probabilities, seen.attention))
+        return encoded, out
 
-    @torch.no_grad()
-    def forward(self, text: str):
-        """Encode and run one sentence: (Encoded, probabilities (C,), attention (L, H, T, T))."""
-        self.model.eval()
-        enc, batch = self.encoder.encode_for_model(text)
-        logits, attn = self.model(batch.ids, batch.mask, batch.extra)
-        return enc, torch.softmax(logits[0], -1), attn[:, 0]
+    def forward(self, text: str) -> tuple[Encoded, torch.Tensor, torch.Tensor]:
+        """Encode and run one sentence: (Encoded, probabilities (C,), attention (L, H, T, T)).
+
+        Raises ``EmbeddingError`` if no word of ``text`` is known.
+        """
+        seen = run_sentence(self.model, self.encoder, text)
+        return seen.encoded, seen.probabilities, seen.attention
 
     def predict_proba(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
         """Class probabilities of many sentences at once, shape (N, C); NaN rows had no known word."""

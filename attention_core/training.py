@@ -29,6 +29,7 @@ from attention_core.errors import ConfigError, DataError, EmbeddingError
 from attention_core.metrics import classification_metrics
 from attention_core.model import AttentionClassifier, ModelConfig, with_data
 from attention_core.post_sgd import PostModelSGDStep, post_sgd_step_applies
+from attention_core.sentence import run_encoded
 from attention_core.text import TOKENIZERS
 
 OPTIMIZERS = ("adamw", "adam", "sgd")
@@ -573,24 +574,19 @@ class Trainer:
         correct = sum(int(p == y) for p, y in zip(preds, labels, strict=True))
         return total / max(1, len(ids)), correct / max(1, len(ids)), preds
 
-    @torch.no_grad()
     def _record_probes(self, epoch: int) -> None:
-        was_training = self.model.training
-        self.model.eval()
         sentences = []
-        for text, enc, batch in self._probes:
-            extra = batch.extra.to(self.device) if batch.extra is not None else None
-            logits, attn = self.model(batch.ids.to(self.device), batch.mask.to(self.device), extra)
+        for text, encoded, batch in self._probes:
+            seen = run_encoded(self.model, encoded, batch)
             sentences.append(
                 {
                     "text": text,
-                    "tokens": list(enc.tokens),
-                    "probabilities": [round(p, 4) for p in torch.softmax(logits[0], -1).tolist()],
-                    "attention": torch.round(attn[:, 0], decimals=4).tolist(),  # (L, H, T, T)
+                    "tokens": list(seen.encoded.tokens),
+                    "probabilities": [round(p, 4) for p in seen.probabilities.tolist()],
+                    "attention": torch.round(seen.attention, decimals=4).tolist(),  # (L, H, T, T)
                 }
             )
         self.history.probes.append({"epoch": epoch, "sentences": sentences})
-        self.model.train(was_training)
 
     def run(
         self,

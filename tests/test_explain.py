@@ -16,7 +16,6 @@ from attention_core.explain import (
     Explanation,
     attention_rollout,
     explain,
-    forward_from_features,
     token_saliency,
     top_k_mask,
 )
@@ -131,7 +130,7 @@ CONFIGS = [
 
 
 @pytest.mark.parametrize("overrides", CONFIGS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
-def test_forward_from_features_reproduces_the_model(overrides: dict) -> None:
+def test_forward_features_from_embed_reproduces_the_model(overrides: dict) -> None:
     model = tiny_model(seed=5, n_classes=3, **overrides).eval()
     g = torch.Generator().manual_seed(6)
     ids = torch.randint(1, 20, (3, 7), generator=g)
@@ -141,16 +140,16 @@ def test_forward_from_features_reproduces_the_model(overrides: dict) -> None:
     ids[0, 2], ids[1, 1] = 20, 21  # words outside the run vocabulary, read from `extra`
     mask = ids != 0
     logits, attn = model(ids, mask, extra)
-    got_logits, got_attn = forward_from_features(model, model.embed(ids, extra), mask)
+    got_logits, got_attn = model.forward_features(model.embed(ids, extra), mask)
     assert torch.equal(got_logits, logits)
     assert torch.equal(got_attn, attn)
-    assert forward_from_features(model, model.embed(ids, extra), mask, need_weights=False)[1] is None
+    assert model.forward_features(model.embed(ids, extra), mask, need_weights=False)[1] is None
 
 
-def test_forward_from_features_rejects_wrong_feature_width() -> None:
+def test_forward_features_rejects_wrong_feature_width() -> None:
     model = tiny_model()
     with pytest.raises(ValueError, match=r"\(1, 3, 5\)"):
-        forward_from_features(model, torch.zeros(1, 3, 5))
+        model.forward_features(torch.zeros(1, 3, 5))
 
 
 # --- saliency --------------------------------------------------------------------------------
@@ -214,7 +213,7 @@ def test_integrated_gradients_completeness(overrides: dict) -> None:
     baseline = x.clone()
     baseline[..., : model.cfg.embedding_dim] = 0.0  # zero word vectors; the position index is kept
     with torch.no_grad():
-        log_p = [torch.log_softmax(forward_from_features(model, f, mask)[0], -1)[0, target] for f in (x, baseline)]
+        log_p = [torch.log_softmax(model.forward_features(f, mask)[0], -1)[0, target] for f in (x, baseline)]
     diff = log_p[0] - log_p[1]  # completeness: the attributions add up to log p(x) − log p(baseline)
     assert abs(float(diff)) > 0.05
     assert float(attributions.sum()) == pytest.approx(float(diff), rel=0.02, abs=1e-4)

@@ -377,3 +377,50 @@ def test_max_pooling_of_an_all_padding_row_is_finite() -> None:
     model = AttentionClassifier(ModelConfig(vocab_size=10, embedding_dim=8, d_model=8, n_heads=2, pooling="max")).eval()
     logits, _ = model(torch.tensor([[2, 3], [0, 0]]))
     assert torch.isfinite(logits).all()
+
+
+# --- forward from features: the one copy of the layers' order --------------------------------
+
+
+def reference_forward(model: AttentionClassifier, ids: torch.Tensor, mask: torch.Tensor, extra: torch.Tensor):
+    """The classifier's forward pass spelled out from its submodules, as the spec of forward_features."""
+    t = ids.shape[1]
+    x = model.input_proj(model.embed(ids, extra))
+    if model.cfg.positional == "sinusoidal":
+        x = x + model.pos_table[:t]
+    elif model.cfg.positional == "learned":
+        x = x + model.pos_embedding.weight[:t]
+    x = model.drop(x)
+    weights = []
+    for block in model.blocks:
+        x, w = block(x, mask[:, None, None, :], True)
+        weights.append(w)
+    pooled = model.drop(pool(model.final_norm(x), mask, model.cfg.pooling))
+    return model.head(pooled), torch.stack(weights)
+
+
+FORWARD_CONFIGS = {
+    "default preset": with_data(DEFAULT.model, n_classes=3, vocab_size=12, embedding_dim=8),
+    "seed preset": with_data(SEED.model, n_classes=3, vocab_size=12, embedding_dim=8),
+    "learned positions": ModelConfig(**{**SMALL, "n_classes": 3, "positional": "learned"}),
+    "index positions": ModelConfig(**{**SMALL, "n_classes": 3, "positional": "index", "d_model": None, "n_heads": 3}),
+    "max pooling": ModelConfig(**{**SMALL, "n_classes": 3, "pooling": "max"}),
+    "dropout in eval": ModelConfig(**{**SMALL, "n_classes": 3, "dropout": 0.3}),
+}
+
+
+@pytest.mark.parametrize("name", FORWARD_CONFIGS)
+def test_forward_is_forward_features_of_embed_to_the_bit(name: str) -> None:
+    torch.manual_seed(3)
+    model = AttentionClassifier(FORWARD_CONFIGS[name], torch.randn(12, 8)).eval()
+    g = torch.Generator().manual_seed(4)
+    ids = torch.randint(1, 12, (3, 6), generator=g)
+    ids[1, 4:], ids[2, 2:] = 0, 0  # padding
+    ids[0, 3] = 12  # a word outside the run vocabulary, read from `extra`
+    extra = torch.randn(1, 8, generator=g)
+    mask = ids != 0
+    want_logits, want_attn = reference_forward(model, ids, mask, extra)
+    for logits, attn in (model(ids, mask, extra), model(ids, extra=extra), model.forward_features(model.embed(ids, extra), mask)):
+        assert torch.equal(logits, want_logits)
+        assert torch.equal(attn, want_attn)
+    assert torch.equal(model(ids, mask, extra, need_weights=False)[0], want_logits)

@@ -461,3 +461,24 @@ def test_a_run_summary_is_read_from_its_json_and_its_stamp_follows_every_file(ru
     (tmp_path / "r2" / "history.json").write_text("{")
     with pytest.raises(RunError, match="not valid JSON"):
         read_run_summary(tmp_path / "r2")
+
+
+def test_one_sentence_runs_in_eval_mode_without_gradients_and_restores_the_mode(run):
+    from attention_core.sentence import run_sentence
+
+    enc, batch = run.encoder.encode_for_model("a really great movie")
+    with torch.no_grad():
+        want_logits, want_attn = run.model.eval()(batch.ids, batch.mask, batch.extra)
+    run.model.train()
+    try:
+        seen = run_sentence(run.model, run.encoder, "a really great movie")
+        assert run.model.training  # the caller's mode is kept
+        assert seen.encoded == enc
+        assert torch.equal(seen.probabilities, torch.softmax(want_logits[0], -1))
+        assert torch.equal(seen.attention, want_attn[:, 0])
+        assert not seen.probabilities.requires_grad and not seen.attention.requires_grad
+        _, probs, attn = run.forward("a really great movie")
+        assert torch.equal(probs, seen.probabilities) and torch.equal(attn, seen.attention)
+        assert run.model.training
+    finally:
+        run.model.eval()

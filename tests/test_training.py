@@ -322,3 +322,17 @@ def test_the_kept_epoch_is_the_one_whose_weights_the_run_keeps():
     with_val = History(epochs=[EpochRecord(e, 0.5, 0.5, v, 0.5, 1.0, 10.0) for e, v in ((1, 0.6), (2, 0.3), (3, 0.5))],
                        best_epoch=2)
     assert with_val.kept_epoch == 2 and with_val.summary()["val_loss"] == 0.3
+
+
+def test_probes_record_the_sentence_forward_pass_rounded_and_keep_the_training_mode(tiny_ds, emb):
+    from attention_core.sentence import run_sentence
+
+    trainer = fit(tiny_ds, emb, model=replace(TINY, dropout=0.3), probes=("a great movie", "so sad"))
+    trainer.model.train()
+    trainer._record_probes(0)
+    assert trainer.model.training
+    for text, recorded in zip(("a great movie", "so sad"), trainer.history.probes[0]["sentences"], strict=True):
+        seen = run_sentence(trainer.model, trainer.encoder, text)
+        assert recorded["tokens"] == list(seen.encoded.tokens)
+        assert recorded["probabilities"] == [round(p, 4) for p in seen.probabilities.tolist()]
+        assert recorded["attention"] == torch.round(seen.attention, decimals=4).tolist()

@@ -1,0 +1,58 @@
+"""One sentence through a model: its encoding, class probabilities and every attention map.
+
+Prediction, the probes recorded during training and the time-lapse over snapshots all read a
+sentence through :func:`run_sentence` (or :func:`run_encoded` when the sentence is encoded
+already), so they show the same numbers for the same weights.
+
+Legend: T tokens, L layers, H heads, C classes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from attention_core.encoding import Batch, Encoded, TextEncoder
+from attention_core.model import AttentionClassifier
+
+
+@dataclass(frozen=True)
+class SentenceOutput:
+    """What the model made of one sentence. Shapes: probabilities (C,), attention (L, H, T, T)."""
+
+    encoded: Encoded  # tokens as fed to the model, unknown words, notes
+    probabilities: Tensor
+    attention: Tensor
+
+
+def run_encoded(model: AttentionClassifier, encoded: Encoded, batch: Batch) -> SentenceOutput:
+    """The model in eval mode, without gradients, on a batch of one; the model's mode is restored.
+
+    The batch moves to the model's device; the outputs stay there.
+    """
+    device = model.head.weight.device
+    extra = batch.extra.to(device) if batch.extra is not None else None
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            logits, attn = model(batch.ids.to(device), batch.mask.to(device), extra)
+    finally:
+        model.train(was_training)
+    return SentenceOutput(encoded, torch.softmax(logits[0], -1), attn[:, 0])
+
+
+def run_sentence(model: AttentionClassifier, encoder: TextEncoder, text: str) -> SentenceOutput:
+    """Encode ``text`` with the run's encoder and run it through ``model`` (see :func:`run_encoded`).
+
+    Raises ``EmbeddingError`` if ``text`` is empty or no word of it is known.
+
+    Example:
+        >>> out = run_sentence(run.model, run.encoder, "a great movie")
+        >>> out.encoded.tokens, out.probabilities.shape, out.attention.shape
+        (('a', 'great', 'movie'), torch.Size([2]), torch.Size([2, 4, 3, 3]))
+    """
+    encoded, batch = encoder.encode_for_model(text)
+    return run_encoded(model, encoded, batch)
