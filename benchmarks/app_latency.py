@@ -13,7 +13,7 @@ Measured in one run, against a real ``streamlit run app.py`` driven by headless 
    and how often the progress line changes;
 4. UI vs CLI — training throughput (examples/s from the run's history) through the page and
    through ``python -m attention_core train`` with the same preset, data and epochs (on 2
-   threads, its default — timed right before and right after the page's trainings, and
+   threads, `--threads 2` — timed right before and right after the page's trainings, and
    compared with the mean of the two, as the machine's speed drifts — and on 1, as the page
    trains), and through the page with its tab closed right after Start (what the page's
    plumbing costs without a browser beside it);
@@ -250,7 +250,7 @@ def main() -> None:
         # The CLI is timed right before and right after the page's trainings, and compared with the
         # mean: this machine's speed drifts by up to ±20 % within minutes (the page once came out
         # faster than the CLI on one thread timed four minutes later).
-        cli_before = cli_rate(EPOCHS)
+        cli_before = cli_rate(EPOCHS, threads=2)
         with app_server(runs / "ui") as url:
             browser = launch_browser(pw)
             page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
@@ -278,7 +278,7 @@ def main() -> None:
                 time.sleep(0.5)
             unwatched = [d for d in (runs / "ui").iterdir() if d not in ui_dirs and (d / "history.json").exists()]
             results["ui_unwatched_examples_per_second"] = round(history_rate(unwatched[0]), 1)
-        cli_after = cli_rate(EPOCHS)
+        cli_after = cli_rate(EPOCHS, threads=2)
         results["cli_examples_per_second_before_after"] = [round(cli_before, 1), round(cli_after, 1)]
         results["cli_examples_per_second"] = round((cli_before + cli_after) / 2, 1)
         results["ui_slowdown_vs_cli"] = round(1 - results["ui_examples_per_second"] / results["cli_examples_per_second"], 3)
