@@ -44,7 +44,7 @@ from attention_core.embeddings import EmbeddingSource, load_embeddings
 from attention_core.encoding import Encoded, TextEncoder
 from attention_core.errors import ConfigError, InputError, RunError
 from attention_core.model import AttentionClassifier, ModelConfig
-from attention_core.sentence import run_encoded, run_sentence
+from attention_core.sentence import SentenceOutput, run_encoded, run_sentence
 from attention_core.training import History, TrainConfig, TrainResult, predict_probabilities
 
 FORMAT = "attention-playground-run"
@@ -116,13 +116,12 @@ class Run:
             out.append((epoch, seen.probabilities, seen.attention))
         return encoded, out
 
-    def forward(self, text: str) -> tuple[Encoded, torch.Tensor, torch.Tensor]:
-        """Encode and run one sentence: (Encoded, probabilities (C,), attention (L, H, T, T)).
+    def forward(self, text: str) -> SentenceOutput:
+        """Encode and run one sentence: its encoding, probabilities (C,) and attention (L, H, T, T).
 
         Raises ``EmbeddingError`` if no word of ``text`` is known.
         """
-        seen = run_sentence(self.model, self.encoder, text)
-        return seen.encoded, seen.probabilities, seen.attention
+        return run_sentence(self.model, self.encoder, text)
 
     def predict_proba(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
         """Class probabilities of many sentences at once, shape (N, C); NaN rows had no known word."""
@@ -133,14 +132,14 @@ class Run:
 
         Raises ``EmbeddingError`` if no word of ``text`` is known.
         """
-        enc, probs, attn = self.forward(text)
-        p = probs.tolist()
+        out = self.forward(text)
+        enc, p = out.encoded, out.probabilities.tolist()
         return Prediction(
-            label=self.label_names[int(probs.argmax())],
+            label=self.label_names[int(out.probabilities.argmax())],
             probabilities={name: round(v, 6) for name, v in zip(self.label_names, p, strict=True)},
             tokens=list(enc.tokens),
             unknown_tokens=list(enc.unknown),
-            attention=attn.tolist(),
+            attention=out.attention.tolist(),
             notes=enc.notes,
         )
 

@@ -173,7 +173,8 @@ def test_a_run_keeps_weight_snapshots_for_any_sentences_time_lapse(tmp_path):
     assert sorted(saved.snapshots) == [0, 2, 5]
     enc, steps = saved.forward_over_training("a really great movie")
     assert [e for e, _, _ in steps] == [0, 2, 5] and list(enc.tokens) == ["a", "really", "great", "movie"]
-    _, probs, attn = saved.forward("a really great movie")
+    out = saved.forward("a really great movie")
+    probs, attn = out.probabilities, out.attention
     assert steps[-1][2].shape == attn.shape  # (layers, heads, tokens, tokens)
     assert torch.allclose(steps[-1][2], attn, atol=2e-2) and torch.allclose(steps[-1][1], probs, atol=2e-2)
     assert not torch.allclose(steps[0][2], attn, atol=2e-2)  # before training it attended differently
@@ -477,8 +478,8 @@ def test_one_sentence_runs_in_eval_mode_without_gradients_and_restores_the_mode(
         assert torch.equal(seen.probabilities, torch.softmax(want_logits[0], -1))
         assert torch.equal(seen.attention, want_attn[:, 0])
         assert not seen.probabilities.requires_grad and not seen.attention.requires_grad
-        _, probs, attn = run.forward("a really great movie")
-        assert torch.equal(probs, seen.probabilities) and torch.equal(attn, seen.attention)
+        out = run.forward("a really great movie")
+        assert torch.equal(out.probabilities, seen.probabilities) and torch.equal(out.attention, seen.attention)
         assert run.model.training
     finally:
         run.model.eval()
