@@ -289,7 +289,7 @@ def prepare_destination(path: str | os.PathLike, *, overwrite: bool = False) -> 
         some = sorted(e.name for e in target.iterdir())
         shown = ", ".join(some[:3]) + (f" and {len(some) - 3} more" if len(some) > 3 else "")
         only = " (--overwrite only replaces a run)" if overwrite else ""
-        raise RunError(f"{raw} is a folder with other files in it ({shown}){only}", OUT_HINT)
+        raise RunError(f"{raw} is a folder with other files in it ({shown}){only}", "choose a new folder" if overwrite else OUT_HINT)
     if kind not in ("missing", "empty", "run"):
         raise RunError(f"{raw} {_KIND_TEXT[kind]}", OUT_HINT)
     dest = Destination(target)
@@ -379,7 +379,7 @@ def rename_run(runs_dir: str | os.PathLike, old_name: str, new_name: str) -> Pat
     try:
         target.mkdir()  # the claim: fails if the name is taken, by a run or anything else
     except FileExistsError:
-        raise RunError(f"a run named {new_name!r} exists already", "pick another name") from None
+        raise RunError(f"{new_name!r} exists already in the runs folder", "pick another name") from None
     try:
         source.rename(target)  # onto the empty claim, in one step
     except OSError as err:
@@ -574,7 +574,7 @@ def run_from_zip(data: bytes, runs_dir: str | os.PathLike, name: str) -> Path:
 def safe_name(name: str) -> str:
     """A run name usable as a directory name."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-")
-    return cleaned[:80] or "run"
+    return cleaned[:MAX_NAME_LENGTH] or "run"
 
 
 def run_stamp(path: str | os.PathLike) -> tuple[str, tuple[int, ...]]:

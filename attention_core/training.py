@@ -377,7 +377,7 @@ class _AutogradStep:
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if self.grad_clip:
-                torch.nn.utils.clip_grad_norm_(self.optimizer.param_groups[0]["params"], self.grad_clip)
+                torch.nn.utils.clip_grad_norm_(self.params, self.grad_clip)
             self.optimizer.step()
         return loss_value, correct
 

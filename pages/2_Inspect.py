@@ -231,16 +231,20 @@ with tabs[3]:
         tl_head = c3.selectbox("Head", range(n_heads + 1), key="inspect_tl_head",
                                format_func=lambda h: label_of(h).capitalize())
         epochs = [e for e, _ in records]
-        maps = [np.asarray(r["attention"])[tl_layer] for _, r in records]  # (H, T, T) each
-        maps = [m.mean(0) if tl_head == n_heads else m[tl_head] for m in maps]
         probs = [dict(zip(run.label_names, r.get("probabilities") or [], strict=False)) for _, r in records]
         h = run.history
         model_epoch = h.kept_epoch
         st.markdown(f"**Layer {tl_layer + 1} · {label_of(tl_head)}** · press ▶ to replay the training, or drag the "
                     "slider")
-        st.plotly_chart(figures.attention_time_lapse(epochs, maps, [r["tokens"] for _, r in records], probs,
-                                                     kept=sorted(run.snapshots), model_epoch=model_epoch),
-                        key="inspect_time_lapse")
+        # Built once per view (~0.25 s for 100 frames), not on every rerun of the page: all tabs run each time.
+        replayed = text if tl_source == TL_SOURCES[0] else probe
+        figure_key = ("time-lapse figure", cache_key[0], tl_source, replayed, tl_layer, tl_head)
+        if figure_key not in cache:
+            maps = [np.asarray(r["attention"])[tl_layer] for _, r in records]  # (H, T, T) each
+            maps = [m.mean(0) if tl_head == n_heads else m[tl_head] for m in maps]
+            cache[figure_key] = figures.attention_time_lapse(epochs, maps, [r["tokens"] for _, r in records], probs,
+                                                            kept=sorted(run.snapshots), model_epoch=model_epoch)
+        st.plotly_chart(cache[figure_key], key="inspect_time_lapse")
         notes = []
         if run.snapshots:
             notes.append("▲ on the epoch axis above the slider: the run kept its weights there.")

@@ -474,13 +474,18 @@ class JobSequence:
                 log.warning("job sequence lost its page: %d trainings not started", len(self._queue))
                 self._queue.clear()
                 return
-            key, spec = self._queue.pop(0)
-            try:
-                spec.check()
-            except InputError as err:
+            key, spec = self._queue[0]  # (stays queued while checked: the sequence is still alive)
+        try:
+            spec.check()  # tokenizes up to thousands of rows: not while the page's polls wait for the lock
+        except InputError as err:
+            with self._lock:
                 self.error = f"{key} cannot start: {err}"
                 self._queue.clear()
+            return
+        with self._lock:
+            if not self._queue or self._queue[0][0] != key:  # stopped meanwhile
                 return
+            self._queue.pop(0)
             job = self._jobs[key] = TrainingJob(spec, self.runs_dir, key, orphan_after=self.orphan_after,
                                                threads=self.threads, on_end=self._next)
         job.start()

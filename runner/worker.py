@@ -33,7 +33,7 @@ from attention_core import Run, Trainer
 from attention_core.embeddings import load_embeddings
 from attention_core.errors import InputError
 from attention_core.runs import save_new_run
-from attention_core.threads import ThreadTuner
+from attention_core.threads import ThreadTuner, auto_threads
 from attention_core.training import EpochRecord, StepEvent, TrainerSpec
 from runner.protocol import (
     Command,
@@ -133,9 +133,8 @@ def run_job(conn: Connection) -> None:
     except Exception as err:  # e.g. a job this worker's code cannot read
         conn.send(Failed(f"the training process could not read the job: {type(err).__name__}: {err}"))
         return
-    trainer, runs_dir, name, threads, orphan_after, nice = (job.trainer, job.runs_dir, job.name, job.threads,
-                                                            job.orphan_after, job.nice)
-    os.nice(nice)
+    trainer, name = job.trainer, job.name  # (the trainer is built below from a spec)
+    os.nice(job.nice)
     if isinstance(trainer, TrainerSpec):
         try:
             trainer = trainer.build()  # tokenizing, encoding, the model: here, not in the server
@@ -146,15 +145,15 @@ def run_job(conn: Connection) -> None:
             log.error("training job %s could not be built:\n%s", name, traceback.format_exc())
             conn.send(Failed(f"Cannot start: {type(err).__name__}: {err}"))
             return
-    tuner = ThreadTuner(sorted({1, min(2, os.cpu_count() or 1)})) if threads == 0 else None
+    tuner = auto_threads(most=2) if job.threads == 0 else None
     if tuner is None:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(job.threads)
     reporter = _Reporter(trainer, conn, tuner)
     reporter.send(Started(os.getpid(), trainer.n_train_rows))
     signal.signal(signal.SIGTERM, lambda *_: trainer.stop())  # asked to end: stop at the next step, and save
     ended = threading.Event()
     threading.Thread(
-        target=_control_loop, args=(trainer, conn, reporter, orphan_after, name, ended), name="control", daemon=True
+        target=_control_loop, args=(trainer, conn, reporter, job.orphan_after, name, ended), name="control", daemon=True
     ).start()
     try:
         result = trainer.run(on_step=reporter.on_step, on_epoch=reporter.on_epoch)
@@ -163,7 +162,7 @@ def run_job(conn: Connection) -> None:
         path, val_probs = None, None
         if result.history.epochs:  # a run stopped before its first epoch has nothing to keep
             run = Run.from_result(result, name=name)
-            path = save_new_run(run, runs_dir, name)
+            path = save_new_run(run, job.runs_dir, name)
             if run.validation[0]:  # the results' predictions, made here rather than in the server
                 val_probs = run.predict_proba(run.validation[0])
         reporter.send(Ended(result.history.status, result.history.message, path, val_probs))

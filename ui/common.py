@@ -85,10 +85,9 @@ def active_run_picker(key: str, *, label: str = "Model") -> tuple[Path, Run] | N
     choices = run_choices()
     names = list(choices)
     current = st.session_state.get("active_run")
-    index = names.index(current) if current in names else 0
-    if current in names and st.session_state.get(key) not in (None, current):
-        st.session_state[key] = current  # chosen elsewhere since (another page, a training that ended): it wins
-    name = st.selectbox(label, names, index=index, key=key, help="The bundled model, or any run you trained.",
+    # The shared choice wins over this widget's own (chosen on another page, a training that ended).
+    st.session_state[key] = current if current in names else names[0]
+    name = st.selectbox(label, names, key=key, help="The bundled model, or any run you trained.",
                         on_change=_picked, args=(key,))
     st.session_state["active_run"] = name
     try:
