@@ -1,4 +1,4 @@
-"""Classification metrics from predictions: accuracy, macro F1, confusion, per-class scores."""
+"""Classification metrics from predictions (accuracy, macro F1, confusion, per-class scores), and rank correlation."""
 
 from __future__ import annotations
 
@@ -52,3 +52,29 @@ def classification_metrics(y_true: Sequence[int], y_pred: Sequence[int], labels:
         f1=f1.tolist(),
         support=actual.astype(int).tolist(),
     )
+
+
+def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float | None:
+    """Spearman's rank correlation ρ: the Pearson correlation of the ranks, tied values sharing their average rank.
+
+    None when either side has fewer than 2 values or is constant (ρ is undefined there).
+
+    Example:
+        >>> spearman([1, 2, 3], [1, 3, 2])
+        0.5
+    """
+    xs, ys = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    if len(xs) != len(ys):
+        raise ValueError(f"spearman needs two sequences of the same length, got {len(xs)} and {len(ys)}")
+    if len(xs) < 2:
+        return None
+    rx, ry = _average_ranks(xs), _average_ranks(ys)
+    if np.ptp(rx) == 0 or np.ptp(ry) == 0:
+        return None
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def _average_ranks(v: np.ndarray) -> np.ndarray:
+    """Ranks from 0.5 up (a shift does not change a correlation); tied values share their average rank."""
+    s = np.sort(v)
+    return (np.searchsorted(s, v, "left") + np.searchsorted(s, v, "right")) / 2

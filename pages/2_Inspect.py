@@ -13,6 +13,7 @@ import torch
 
 from attention_core.errors import InputError
 from attention_core.explain import SALIENCY_METHODS, explain, top_k_mask
+from attention_core.metrics import spearman
 from attention_core.runs import run_stamp
 from ui import figures
 from ui.common import EXAMPLES, active_run_picker, get_run, kept, page_setup, run_choices
@@ -154,9 +155,7 @@ with tabs[1]:
     att = ex.attention_to_token.numpy()
     st.plotly_chart(figures.token_scores(tokens, {"attention (rollout)": att, f"saliency ({METHODS[method]})": sal}),
                     key="inspect_scores")
-    pair = (att, np.abs(sal))  # Spearman ρ: the Pearson correlation of the (tie-averaged) ranks
-    ranks = [(np.searchsorted(np.sort(v), v, "left") + np.searchsorted(np.sort(v), v, "right")) / 2 for v in pair]
-    rho = float(np.corrcoef(*ranks)[0, 1]) if all(np.ptp(r) > 0 for r in ranks) else None
+    rho = spearman(att, np.abs(sal))
     c1, c2 = st.columns([1, 3])
     c1.metric("Rank agreement (Spearman ρ)", "–" if rho is None else f"{rho:+.2f}",
               help="Correlation of the two rankings of the words: +1 same order, 0 unrelated, −1 reversed. "

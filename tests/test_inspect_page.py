@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 from attention_core import Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, load_run, save_run
 from attention_core.explain import explain
+from attention_core.metrics import spearman
 from attention_core.presets import SEED
 from tests.apptest_helpers import array, chart, widget
 
@@ -174,6 +175,15 @@ def test_saliency_explains_the_predicted_class_and_says_so(runs: Path) -> None:
     at.selectbox(key="inspect_method").set_value("grad_norm").run()
     how = next(m.value for m in at.markdown if m.value.startswith("**How to read this.**"))
     assert "has no sign" in how and "pushes towards" not in how
+
+
+def test_rank_agreement_is_spearman_of_attention_and_saliency_size(runs: Path) -> None:
+    at = page()
+    run = load_run(Path(__file__).resolve().parents[1] / "data" / "default_run")
+    ex = explain(run, "the food was not good at all")
+    rho = spearman(ex.attention_to_token.numpy(), np.abs(ex.saliency.numpy()))
+    assert rho is not None
+    assert at.metric[0].value == f"{rho:+.2f}"
 
 
 def test_compare_two_sentences(runs: Path) -> None:
