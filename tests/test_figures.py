@@ -142,6 +142,29 @@ def test_time_lapse_without_probabilities_or_kept_weights():
     assert not single.layout.sliders and not single.layout.updatemenus  # one epoch: nothing to play
 
 
+def test_time_lapse_frames_draw_the_map_and_the_bars_as_the_single_figures_do():
+    epochs, maps, tokens, probs = lapse_inputs(4)
+    tokens = [["the", "cat", "the"]] * 4  # a repeated token, made unique the same way in both
+    fig = figures.attention_time_lapse(epochs, maps, tokens, probs)
+    for frame, w, p in zip(fig.frames, maps, probs, strict=True):
+        heatmap, bars, _ = (t.to_plotly_json() for t in frame.data)
+        single = figures.attention_heatmap(w, tokens[0]).data[0].to_plotly_json()
+        heatmap.pop("colorbar"), single.pop("colorbar")  # placed beside the map in the time-lapse's own layout
+        assert json.dumps(heatmap, default=list, sort_keys=True) == json.dumps(single, default=list, sort_keys=True)
+        best = max(p, key=p.get)
+        single_bars = figures.probability_bars(p, predicted=best).data[0]
+        assert (list(bars["x"]), list(bars["y"]), bars["marker"], bars["hovertemplate"]) == (
+            list(single_bars.x), list(single_bars.y), single_bars.marker.to_plotly_json(), single_bars.hovertemplate)
+        assert list(bars["text"]) == [f"{k} {v:.1%}" for k, v in p.items()]  # the strip's bars name their class
+
+
+def test_attention_heatmap_writes_values_in_small_maps_only():
+    small = figures.attention_heatmap(np.full((12, 12), 1 / 12), [f"w{i}" for i in range(12)]).data[0]
+    large = figures.attention_heatmap(np.full((13, 13), 1 / 13), [f"w{i}" for i in range(13)]).data[0]
+    assert small.texttemplate == "%{z:.2~f}" and small.text is None  # written by plotly from z: no copy of the map
+    assert large.texttemplate is None
+
+
 def test_time_lapse_refuses_lists_that_do_not_match():
     epochs, maps, tokens, probs = lapse_inputs(3)
     with pytest.raises(ValueError, match="3 epochs, 2 maps"):

@@ -44,6 +44,34 @@ def _dedupe(tokens: Sequence[str]) -> list[str]:
     return out
 
 
+def attention_trace(
+    weights: np.ndarray,
+    queries: Sequence[str],
+    keys: Sequence[str] | None = None,
+    *,
+    zmax: float = 1.0,
+    show_values: bool | None = None,
+    colorbar: Mapping[str, object] | None = None,
+) -> go.Heatmap:
+    """The look of one attention map, as a trace: 0–``zmax`` colours, values written in small maps (≤ 144 cells
+    unless ``show_values`` says), hover ``query → key: weight``. ``colorbar`` adds to (or replaces) its defaults."""
+    w = np.asarray(weights, dtype=float)
+    keys = queries if keys is None else keys
+    if show_values is None:
+        show_values = w.shape[0] * w.shape[1] <= 144
+    return go.Heatmap(
+        z=w,
+        x=_dedupe(keys),
+        y=_dedupe(queries),
+        zmin=0.0,
+        zmax=zmax,
+        colorscale=COLORSCALE,
+        colorbar={"title": "weight", "thickness": 12, **(colorbar or {})},
+        texttemplate="%{z:.2~f}" if show_values else None,  # 0.53, 0.5, 1: two decimals, trailing zeros dropped
+        hovertemplate="<b>%{y}</b> → <b>%{x}</b><br>weight %{z:.4f}<extra></extra>",
+    )
+
+
 def attention_heatmap(
     weights: np.ndarray,
     queries: Sequence[str],
@@ -56,26 +84,9 @@ def attention_heatmap(
     colorbar_title: str = "weight",
 ) -> go.Figure:
     """One attention map: rows = queries, columns = keys, hover shows ``query → key: weight``."""
-    w = np.asarray(weights, dtype=float)
-    keys = queries if keys is None else keys
-    qs, ks = _dedupe(queries), _dedupe(keys)
-    if show_values is None:
-        show_values = w.shape[0] * w.shape[1] <= 144
-    fig = go.Figure(
-        go.Heatmap(
-            z=w,
-            x=ks,
-            y=qs,
-            zmin=0.0,
-            zmax=zmax,
-            colorscale=COLORSCALE,
-            colorbar={"title": colorbar_title, "thickness": 12},
-            text=np.round(w, 2) if show_values else None,
-            texttemplate="%{text}" if show_values else None,
-            hovertemplate="<b>%{y}</b> → <b>%{x}</b><br>weight %{z:.4f}<extra></extra>",
-        )
-    )
-    side = height or max(260, 34 * len(qs) + 150)
+    fig = go.Figure(attention_trace(weights, queries, keys, zmax=zmax, show_values=show_values,
+                                    colorbar={"title": colorbar_title}))
+    side = height or max(260, 34 * len(queries) + 150)
     # The key axis sits on top, next to the title: say what the columns are in the title's
     # subtitle instead of an axis title that would overlap it.
     heading = f"{title}<br><sup>rows: query (attending) · columns: key (attended to)</sup>" if title else None
@@ -130,25 +141,34 @@ def attention_grid(attention: np.ndarray, tokens: Sequence[str], *, average: boo
     return fig
 
 
-def probability_bars(probabilities: Mapping[str, float], *, predicted: str | None = None) -> go.Figure:
-    """One horizontal bar per class, the predicted one highlighted."""
+def probability_trace(probabilities: Mapping[str, float], *, predicted: str | None = None,
+                      names_in_bars: bool = False) -> go.Bar:
+    """The look of a prediction, as a trace: one horizontal bar per class, the ``predicted`` one highlighted.
+
+    ``names_in_bars`` writes each class's name in its bar, for a chart whose axis does not name them.
+    """
     labels = list(probabilities)
     values = [probabilities[k] for k in labels]
-    colors = ["#1f77b4" if k == predicted else "#b0c4de" for k in labels]
-    fig = go.Figure(
-        go.Bar(
-            x=values,
-            y=labels,
-            orientation="h",
-            marker_color=colors,
-            text=[f"{v:.1%}" for v in values],
-            textposition="auto",
-            hovertemplate="%{y}: %{x:.2%}<extra></extra>",
-        )
+    bar = go.Bar(
+        x=values,
+        y=labels,
+        orientation="h",
+        marker_color=["#1f77b4" if k == predicted else "#b0c4de" for k in labels],
+        text=[f"{k} {v:.1%}" if names_in_bars else f"{v:.1%}" for k, v in zip(labels, values, strict=True)],
+        textposition=["inside" if v >= 0.35 else "outside" for v in values] if names_in_bars else "auto",
+        hovertemplate="%{y}: %{x:.2%}<extra></extra>",
     )
+    if names_in_bars:  # a name is read from the bar's start, and a short bar's name sits beyond its end
+        bar.update(insidetextanchor="start", textangle=0, cliponaxis=False)
+    return bar
+
+
+def probability_bars(probabilities: Mapping[str, float], *, predicted: str | None = None) -> go.Figure:
+    """One horizontal bar per class, the predicted one highlighted."""
+    fig = go.Figure(probability_trace(probabilities, predicted=predicted))
     fig.update_layout(
         template=TEMPLATE,
-        height=60 + 34 * len(labels),
+        height=60 + 34 * len(probabilities),
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
         xaxis={"range": [0, 1], "tickformat": ".0%"},
         yaxis={"autorange": "reversed"},
@@ -407,22 +427,13 @@ def attention_time_lapse(
         return f"<b>Epoch {epochs[i]}</b> · prediction: {best} ({p[best]:.0%})"
 
     def heatmap(i: int) -> go.Heatmap:
-        w = np.asarray(weights[i], dtype=float)
-        toks = _dedupe(tokens[i])
-        return go.Heatmap(z=w, x=toks, y=toks, zmin=0.0, zmax=1.0, colorscale=COLORSCALE,
-                          texttemplate="%{z:.2f}" if w.size <= 144 else None,
-                          colorbar={"title": "weight", "thickness": 10, "len": 0.6 if has_probs else 1.0,
-                                    "x": 0.56 if has_probs else 1.0, "y": 1.0, "yanchor": "top"},
-                          hovertemplate="<b>%{y}</b> → <b>%{x}</b><br>weight %{z:.4f}<extra></extra>")
+        return attention_trace(weights[i], tokens[i], colorbar={"thickness": 10, "len": 0.6 if has_probs else 1.0,
+                                                                "x": 0.56 if has_probs else 1.0, "y": 1.0,
+                                                                "yanchor": "top"})
 
     def bars(i: int) -> go.Bar:
-        values = [probabilities[i][k] for k in labels]
-        best = max(range(len(values)), key=values.__getitem__)
-        return go.Bar(x=values, y=labels, orientation="h", text=[f"{k} {v:.1%}" for k, v in zip(labels, values, strict=True)],
-                      textposition=["inside" if v >= 0.35 else "outside" for v in values], insidetextanchor="start",
-                      textangle=0, cliponaxis=False,
-                      marker_color=["#1f77b4" if j == best else "#b0c4de" for j in range(len(values))],
-                      hovertemplate="%{y}: %{x:.2%}<extra></extra>", showlegend=False)
+        p = probabilities[i]
+        return probability_trace(p, predicted=max(p, key=p.get), names_in_bars=True).update(showlegend=False)
 
     def cursor(i: int) -> go.Scatter:
         return go.Scatter(x=[i, i], y=[0, 1], mode="lines", line={"color": "#444", "dash": "dash"}, hoverinfo="skip",
