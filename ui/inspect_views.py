@@ -1,0 +1,328 @@
+"""The Inspect page's tabs, each drawn from the explanation of one sentence (pages/2_Inspect.py places them)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+import torch
+
+from attention_core import Run
+from attention_core.errors import InputError
+from attention_core.explain import SALIENCY_METHODS, Explanation, explain, top_k_mask
+from attention_core.export import attention_csv, file_stem
+from attention_core.metrics import spearman
+from attention_core.runs import run_stamp
+from ui import figures
+from ui.common import EXAMPLES, get_run, run_choices
+from ui.state import kept, kept_in_state
+
+METHODS = {
+    "grad_x_input": "gradient × input",
+    "integrated_gradients": "integrated gradients",
+    "grad_norm": "gradient norm",
+}
+REPLAYS = ["This sentence", "A probe sentence"]
+
+
+def run_caption(run: Run) -> str:
+    """The sidebar's line about the run: its name, size, positions and labels."""
+    cfg = run.model_config
+    size = f"{cfg.n_layers} layer{'s' * (cfg.n_layers != 1)} × {cfg.n_heads} head{'s' * (cfg.n_heads != 1)}"
+    return f"**{run.name}** · {size} · {cfg.positional} positions · labels: {', '.join(run.label_names)}"
+
+
+def _cache() -> dict:
+    """This session's explanations and time-lapses, keyed by the run's :func:`run_stamp` and the sentence."""
+    return st.session_state.setdefault("inspect_explanations", {})
+
+
+def explanation(run: Run, path: Path, text: str, method: str) -> Explanation:
+    """:func:`explain` ``text``, once per run, sentence and saliency method; stops the page with the error
+    if the sentence cannot be explained."""
+    cache, key = _cache(), (run_stamp(path), text, method)
+    if key not in cache:
+        try:
+            with st.spinner("Running the model…"):
+                ex = explain(run, text, method=method)
+        except InputError as err:
+            st.error(f"{err}")
+            st.stop()
+        if len(cache) > 16:
+            cache.clear()
+        cache[key] = ex
+    return cache[key]
+
+
+def prediction(ex: Explanation, true_label: str | None) -> None:
+    """The predicted class and its probabilities (left), the tokens the model read (right)."""
+    left, right = st.columns([1, 2], gap="large")
+    with left:
+        st.subheader(f"Prediction: {ex.label}")
+        if true_label is not None:
+            st.markdown(f"True label: **{true_label}** · " + (":green[right]" if true_label == ex.label else ":red[wrong]"))
+        st.plotly_chart(figures.probability_bars(ex.probabilities, predicted=ex.label), key="inspect_probs")
+    with right:
+        st.subheader("Tokens the model read")
+        st.markdown(" ".join(f":orange-background[{t}]" if t == "<unk>" else f":blue-background[{t}]" for t in ex.tokens))
+        for note in ex.notes:
+            st.caption(note)
+
+
+def _head_name(h: int, n_heads: int) -> str:
+    return "average of heads" if h == n_heads else f"head {h + 1}"
+
+
+def _layer_and_head(n_layers: int, n_heads: int, prefix: str, columns: list) -> tuple[int, int]:
+    """The Layer and Head selectboxes (head ``n_heads`` = the average of the heads) in two ``columns``."""
+    layer = columns[0].selectbox("Layer", range(n_layers), key=f"{prefix}_layer", format_func=lambda i: f"Layer {i + 1}")
+    head = columns[1].selectbox("Head", range(n_heads + 1), key=f"{prefix}_head",
+                                format_func=lambda h: _head_name(h, n_heads).capitalize())
+    return layer, head
+
+
+def _head_map(layer_attention: np.ndarray, head: int) -> np.ndarray:
+    """One head's (T, T) map from a layer's (H, T, T), or the average of the heads for head H."""
+    return layer_attention.mean(0) if head == len(layer_attention) else layer_attention[head]
+
+
+def keep_layer_and_head_choices(n_layers: int, n_heads: int) -> None:
+    """Keep the zoom's and the time-lapse's layer and head across pages (a click on the grid sets the zoom's)."""
+    for key, options, default in [("inspect_layer", range(n_layers), n_layers - 1),
+                                  ("inspect_head", range(n_heads + 1), n_heads),
+                                  ("inspect_tl_layer", range(n_layers), n_layers - 1),
+                                  ("inspect_tl_head", range(n_heads + 1), n_heads)]:
+        kept_in_state(key, default, options)
+
+
+@dataclass(frozen=True)
+class Zoom:
+    """The map shown in the Model view's zoom (after the filter) and its title."""
+
+    shown: np.ndarray  # (T, T)
+    title: str
+
+
+def _zoom_from_click() -> None:
+    state = st.session_state.get("inspect_grid")
+    points = state.selection.points if state is not None else []
+    if points and points[0].get("customdata"):
+        layer, head = points[0]["customdata"][:2]
+        st.session_state["inspect_layer"], st.session_state["inspect_head"] = int(layer), int(head)
+
+
+def model_view(ex: Explanation) -> Zoom:
+    """Every layer and head as a grid of maps; the one clicked or picked, zoomed in, with a top-k filter."""
+    attn, tokens = ex.attention.numpy(), ex.tokens  # (L, H, T, T)
+    n_layers, n_heads = attn.shape[:2]
+    st.caption("Rows of maps are layers, columns are heads, the last column is the average of the heads. In every map "
+               "a row is the word asking (query), a column the word looked at (key); each row sums to 1. "
+               "**Click a map to zoom in**, or pick it below.")
+    st.plotly_chart(figures.selectable_attention_grid(attn, tokens), key="inspect_grid", on_select=_zoom_from_click,
+                    selection_mode="points")
+    layer, head = _layer_and_head(n_layers, n_heads, "inspect", st.columns([1, 1, 2])[:2])
+    zoom_col, filter_col = st.columns([3, 1], gap="large")
+    with filter_col:
+        st.markdown("**Filter**")
+        k = st.number_input("Keep the top k per row (0 = all)", 0, 256, **kept("inspect_topk", 0))
+        threshold = st.slider("Hide weights below", 0.0, 1.0, step=0.01, **kept("inspect_threshold", 0.0))
+    raw = _head_map(attn[layer], head)
+    shown = top_k_mask(torch.from_numpy(raw), k=int(k) or None, threshold=threshold or None).numpy()
+    filters = [f for f in (f"top {k} per row" if k else "", f"weights ≥ {threshold:.2f}" if threshold else "") if f]
+    title = f"Layer {layer + 1} · {_head_name(head, n_heads)}" + (f" · {', '.join(filters)}" if filters else "")
+    filter_col.caption(f"The filter hides {int((shown == 0).sum() - (raw == 0).sum())} of {raw.size} weights; what is "
+                       "left no longer sums to 1 per row." if filters else
+                       "Hide the small weights to see each word's strongest links. The filter changes only this map.")
+    with zoom_col:
+        st.markdown(f"**{title}**")
+        st.plotly_chart(figures.attention_heatmap(shown, tokens), key="inspect_zoom")
+    return Zoom(shown, title)
+
+
+def rollout_and_saliency(ex: Explanation, residual: bool) -> None:
+    """Rollout beside the last layer's raw attention, then rollout against saliency, word by word."""
+    tokens, method = ex.tokens, ex.saliency_method
+    c1, c2 = st.columns(2, gap="large")
+    c1.markdown("**Attention rollout** · all layers")
+    c1.plotly_chart(figures.attention_heatmap(ex.rollout.numpy(), tokens), key="inspect_rollout")
+    c2.markdown(f"**Raw attention** · layer {len(ex.head_average)} · average of heads")
+    c2.plotly_chart(figures.attention_heatmap(ex.head_average[-1].numpy(), tokens), key="inspect_last_layer")
+    half = "0.5·A + 0.5·I for the residual connection, " if residual else ""
+    st.caption("Raw attention shows one layer only. **Attention rollout** (Abnar & Zuidema, 2020) follows attention "
+               f"through all layers: it averages the heads, uses {half}and multiplies the layers' maps from the "
+               "first up, so a row tells how much of that word's final vector comes from each input word.")
+    st.subheader("Which words mattered?")
+    st.selectbox("Saliency method", SALIENCY_METHODS, **kept("inspect_method", SALIENCY_METHODS[0], SALIENCY_METHODS),
+                 format_func=METHODS.get,
+                 help="Each explains the predicted class's log-probability. gradient × input and integrated gradients "
+                      "are signed (+ pushes towards the predicted class, − away from it); the gradient norm is a size "
+                      "only.")
+    sal = ex.saliency.numpy()
+    att = ex.attention_to_token.numpy()
+    st.plotly_chart(figures.token_scores(tokens, {"attention (rollout)": att, f"saliency ({METHODS[method]})": sal}),
+                    key="inspect_scores")
+    rho = spearman(att, np.abs(sal))
+    c1, c2 = st.columns([1, 3])
+    c1.metric("Rank agreement (Spearman ρ)", "–" if rho is None else f"{rho:+.2f}",
+              help="Correlation of the two rankings of the words: +1 same order, 0 unrelated, −1 reversed. "
+                   "Saliency is ranked by its size |saliency|, since attention has no sign.")
+    sign = ("A red bar above zero pushes towards **{0}**, one below zero pushes away from it (towards the other "
+            "classes)." if method != "grad_norm" else "The gradient norm has no sign: it says how much, not which way.")
+    c2.markdown(
+        f"**How to read this.** The blue bars show how much attention each word receives (rollout, averaged over "
+        f"all words); the red bars show how much the model's log-probability of **{ex.label}**, log p({ex.label}), "
+        "changes with that word's vector (the gradient, times the vector for the signed methods). Both are scaled so "
+        "the largest is 1. Where they agree, the model both looks at a word and depends on it. Where they disagree, "
+        "attention is not an explanation: a word can be looked at a lot yet barely move the prediction, or matter "
+        "through the feed-forward layers and the final average without drawing much attention. "
+        + sign.format(ex.label)
+    )
+
+
+def input_features(ex: Explanation, run: Run) -> None:
+    """The model's input matrix, with or without the seed preset's position-index column."""
+    cfg = run.model_config
+    applies = cfg.positional == "index"
+    show_position = st.toggle("Show the position-index feature", value=True, key="inspect_show_position",
+                              disabled=not applies)
+    names = [f"d{i + 1}" for i in range(cfg.embedding_dim)] + (["position"] if applies else [])
+    features = ex.input_features if not applies or show_position else ex.input_features[:, :-1]
+    names = names[: features.shape[1]]
+    st.plotly_chart(figures.feature_heatmap(features, ex.tokens, names), key="inspect_features")
+    vectors = "frozen GloVe vectors" if cfg.freeze_embeddings else "GloVe vectors, fine-tuned during training"
+    if applies:
+        st.caption(f"What the model reads: one row per token, the {cfg.embedding_dim} numbers of its word vector "
+                   f"({vectors}), then, as in the seed post, the word's position 0, 1, 2, … appended as one more, "
+                   "unscaled feature. Word-vector values are around ±1–3, so in a long sentence the position "
+                   "column quickly dominates the colour scale — and the first layer's input. Toggle it off to see the "
+                   "word vectors on their own scale.")
+    else:
+        st.caption(f"What the model reads: one row per token, the {cfg.embedding_dim} numbers of its word vector "
+                   f"({vectors}). The position-index feature does not apply to this run: it uses **{cfg.positional}** "
+                   "positions, which the model adds inside (after the input projection) instead of appending a "
+                   "column. Train with the seed preset to see it.")
+
+
+def _replayed_sentence(run: Run, path: Path, text: str) -> list[tuple[int, dict]]:
+    """(epoch, {"tokens", "attention" (L, H, T, T), "probabilities"}) of ``text`` through each kept epoch's
+    weights, in the shape of the run's probe records; computed once per run and sentence."""
+    cache, key = _cache(), ("time-lapse", run_stamp(path), text)
+    if key not in cache:
+        encoded, steps = run.forward_over_training(text)
+        cache[key] = [(epoch, {"tokens": list(encoded.tokens), "attention": attn.numpy(), "probabilities": probs.tolist()})
+                      for epoch, probs, attn in steps]
+    return cache[key]
+
+
+def time_lapse(run: Run, path: Path, text: str, n_layers: int, n_heads: int) -> None:
+    """The typed sentence through the kept epochs' weights, or a probe sentence as recorded while training."""
+    probes = [p for p in run.history.probes if p.get("sentences")]
+    offered = [name for name, has in zip(REPLAYS, (run.snapshots, probes), strict=True) if has] or REPLAYS[1:]
+    source = (st.radio("Replay", offered, horizontal=True, **kept("inspect_tl_source", offered[0], offered))
+              if len(offered) > 1 else offered[0])
+    records, replayed = [], text
+    if source == REPLAYS[0]:
+        st.caption(f"The time-lapse runs **your sentence** through the model as it was at {len(run.snapshots)} moments "
+                   "of its training (the run kept those weights; epoch 0 = before training).")
+        records = _replayed_sentence(run, path, text)
+        c1, c2, c3 = st.columns([2, 1, 1])
+        c1.markdown("**The sentence above**, at every kept epoch")
+    else:
+        st.caption("The time-lapse replays the run's **probe sentences**: their attention was recorded after every epoch "
+                   "while the model trained (epoch 0 = before training). Probe sentences are set on the Train page.")
+        if not probes:
+            st.info("This run kept no weights along its training and recorded no probe sentences (it was saved by an "
+                    "older version): train a model on the Train page to get a time-lapse.")
+            return
+        probe_texts = list(dict.fromkeys(s["text"] for p in probes for s in p["sentences"]))
+        c1, c2, c3 = st.columns([2, 1, 1])
+        replayed = c1.selectbox("Probe sentence", probe_texts, key="inspect_probe")
+        records = [(p["epoch"], s) for p in probes for s in p["sentences"] if s["text"] == replayed]
+    if not records:
+        return
+    layer, head = _layer_and_head(n_layers, n_heads, "inspect_tl", [c2, c3])
+    epochs = [e for e, _ in records]
+    probs = [dict(zip(run.label_names, r.get("probabilities") or [], strict=False)) for _, r in records]
+    model_epoch = run.history.kept_epoch
+    st.markdown(f"**Layer {layer + 1} · {_head_name(head, n_heads)}** · press ▶ to replay the training, or drag the "
+                "slider")
+    # Built once per view, not on every rerun of the page: every tab runs each time.
+    key: Hashable = ("time-lapse figure", run_stamp(path), source, replayed, layer, head)
+    cache = _cache()
+    if key not in cache:
+        maps = [_head_map(np.asarray(r["attention"])[layer], head) for _, r in records]  # (T, T) each
+        cache[key] = figures.attention_time_lapse(epochs, maps, [r["tokens"] for _, r in records], probs,
+                                                  kept=sorted(run.snapshots), model_epoch=model_epoch)
+    st.plotly_chart(cache[key], key="inspect_time_lapse")
+    notes = []
+    if run.snapshots:
+        notes.append("▲ on the epoch axis above the slider: the run kept its weights there.")
+    if not all(probs):
+        notes.append("This run did not record probabilities for its probes.")
+    if model_epoch is not None:
+        where = (f"epoch {model_epoch} (★) is that model" if model_epoch in epochs else
+                 "its predictions elsewhere on this page can differ from the epochs here")
+        why = " (lowest validation loss)" if run.history.epochs[-1].val_loss is not None else " (the last)"
+        notes.append(f"The run's model has the weights of epoch {model_epoch}{why}: {where}.")
+    st.caption(" ".join(notes))
+
+
+def compare(run: Run, text: str) -> None:
+    """Two sentences through this model, or this sentence through two models, side by side."""
+    modes = ["Two sentences, same model", "Same sentence, two models"]
+    mode = st.radio("Compare", modes, horizontal=True, **kept("inspect_compare_mode", modes[0], modes))
+    choices = run_choices()
+    current = st.session_state.get("inspect_run")
+    if mode == modes[0]:
+        other = st.text_input("Second sentence", **kept("inspect_compare_text", EXAMPLES[1]), max_chars=500)
+        sides = [(current, run, text), (current, run, other)]
+    else:
+        others = [n for n in choices if n != current] or list(choices)
+        if st.session_state.get("inspect_compare_run") not in others:
+            st.session_state["inspect_compare_run"] = others[0]
+        other_name = st.selectbox("Second model", others, key="inspect_compare_run")
+        if len(choices) == 1:
+            st.info("There is only one model so far: train another on the Train page to compare two models.")
+        try:
+            sides = [(current, run, text), (other_name, get_run(choices[other_name]), text)]
+        except InputError as err:
+            st.error(f"{other_name} cannot be loaded: {err}")
+            sides = [(current, run, text)]
+    for i, (col, (name, r, t)) in enumerate(zip(st.columns(2, gap="large"), sides, strict=False)):
+        with col:
+            st.markdown(f"**{name}**  \n“{t}”")
+            try:
+                p = r.predict(t)
+            except InputError as err:
+                st.error(f"{err}")
+                continue
+            st.markdown(f"Prediction: **{p.label}**")
+            st.plotly_chart(figures.probability_bars(p.probabilities, predicted=p.label), key=f"inspect_cmp_probs_{i}")
+            last = np.asarray(p.attention)[-1].mean(0)
+            st.markdown("Last layer · average of heads")
+            st.plotly_chart(figures.attention_heatmap(last, p.tokens), key=f"inspect_cmp_heatmap_{i}")
+
+
+def export(ex: Explanation, run: Run, zoom: Zoom) -> None:
+    """Downloads: the zoomed map as interactive HTML, every weight as CSV and JSON."""
+    text, tokens = ex.text, ex.tokens
+    st.caption("**PNG:** every chart has its own export: hover over it and click the camera icon in its toolbar. "
+               f"**HTML** saves the zoomed map from the Model view (now: {zoom.title}) as one interactive file that "
+               "works offline. **CSV** and **JSON** hold every layer's and head's weights for this sentence; in the CSV "
+               "layers and heads count from 1, token positions from 0.")
+    stem = file_stem(text)
+    payload = {"run": run.name, "text": text, "tokens": tokens, "label": ex.label, "probabilities": ex.probabilities,
+               "attention": ex.attention.tolist()}
+    c1, c2, c3 = st.columns(3)
+    c1.download_button("Zoomed map (HTML)", lambda: figures.attention_heatmap(zoom.shown, tokens, title=f"“{text}” · {zoom.title}")
+                       .to_html(include_plotlyjs=True), f"attention_{stem}.html",
+                       "text/html", key="inspect_dl_html", on_click="ignore", icon=":material/download:")
+    c2.download_button("All weights (CSV)", attention_csv(tokens, ex.attention.numpy()), f"attention_{stem}.csv", "text/csv",
+                       key="inspect_dl_csv", on_click="ignore", icon=":material/download:")
+    c3.download_button("All weights (JSON)", json.dumps(payload), f"attention_{stem}.json", "application/json",
+                       key="inspect_dl_json", on_click="ignore", icon=":material/download:",
+                       help="attention is indexed [layer][head][query][key], all from 0")
