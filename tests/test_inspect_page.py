@@ -224,6 +224,29 @@ def test_seed_like_run_shows_the_position_index_feature(runs: Path) -> None:
     assert list(frames(chart(at, "inspect_time_lapse"))) == ["0", "1"]
 
 
+
+def test_a_run_saved_again_under_the_same_name_is_explained_again(runs: Path) -> None:
+    texts = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"] * 2
+    labels = ["pos", "pos", "pos", "neg", "neg", "neg"] * 2
+    cfg, vectors = replace(SEED.model, n_classes=2), load_embeddings()
+
+    def trained(seed: int) -> Run:
+        train = TrainConfig(epochs=2, batch_size=4, val_fraction=0.0, seed=seed)
+        return Run.from_result(Trainer(cfg, train, dataset_from_lists(texts, labels), vectors).run(), name="mine")
+
+    save_run(trained(0), runs / "mine")
+    at = page()
+    at.selectbox(key="inspect_run").set_value("mine").run()
+    bars = chart(at, "inspect_probs")["data"][0]
+    first = dict(zip(bars["y"], bars["x"], strict=True))
+    save_run(trained(1), runs / "mine", overwrite=True)  # same folder, new weights: a new run_stamp
+    at.run()
+    assert not at.exception
+    bars = chart(at, "inspect_probs")["data"][0]
+    shown = dict(zip(bars["y"], bars["x"], strict=True))
+    again = explain(load_run(runs / "mine"), "the food was not good at all").probabilities
+    assert shown != first and shown == pytest.approx(again)
+
 BROWSER = pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
 
 
