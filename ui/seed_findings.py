@@ -16,6 +16,7 @@ import numpy as np
 
 from attention_core import Run
 from attention_core.errors import InputError
+from attention_core.metrics import spearman
 
 SHARP = 2.0  # a word "gets most of the attention" when it receives ≥ 2× an even share
 EVEN = 1.3  # attention is "close to even" when the most-attended word gets < 1.3× an even share
@@ -61,18 +62,6 @@ class VariantSummary:
         return float(np.mean(rhos)) if rhos else None
 
 
-def _spearman(x: np.ndarray, y: np.ndarray) -> float | None:
-    """Rank correlation (ties averaged); None when either side is constant."""
-    def ranks(v: np.ndarray) -> np.ndarray:
-        s = np.sort(v)
-        return (np.searchsorted(s, v, "left") + np.searchsorted(s, v, "right")) / 2
-
-    rx, ry = ranks(x), ranks(y)
-    if np.ptp(rx) == 0 or np.ptp(ry) == 0:
-        return None
-    return float(np.corrcoef(rx, ry)[0, 1])
-
-
 def focus_of(run: Run, sentence: str) -> Focus | None:
     """Where ``sentence``'s last-layer attention goes (None if the run knows none of its words)."""
     try:
@@ -83,7 +72,7 @@ def focus_of(run: Run, sentence: str) -> Focus | None:
     received = a.mean(0)  # (T,): the weight each word receives, averaged over the rows
     t = len(received)
     top = int(received.argmax())
-    rho = _spearman(np.arange(t, dtype=float), received) if t >= 3 else None
+    rho = spearman(np.arange(t, dtype=float), received) if t >= 3 else None
     return Focus(sentence, pred.tokens[top], float(received[top]), 1.0 / t, bool((a.argmax(1) == top).all()), rho)
 
 
