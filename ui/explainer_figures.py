@@ -36,6 +36,11 @@ def matrix(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, titl
     return fig
 
 
+def blue_matrix(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], **kwargs) -> go.Figure:
+    """:func:`matrix` in one-sided blues, for scores and weights (keyword arguments as for :func:`matrix`)."""
+    return matrix(values, rows, cols, colorscale="Blues", symmetric=False, **kwargs)
+
+
 def number_table(values: Mapping[str, Sequence[float]], cols: Sequence[str], *, decimals: int = 4) -> go.Figure:
     """One row per entry of ``values``; ``inf`` and ``nan`` are written out and shown in red.
 
