@@ -6,6 +6,9 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import background
+from ui.server import configure_server
+
+configure_server()  # process-wide settings of the server (switch interval, torch threads, frozen heap)
 
 
 def home() -> None:
@@ -52,9 +55,8 @@ def home() -> None:
             st.selectbox("Model", [BUNDLED_NAME], key="home_run", help="The bundled model, or any run you trained.")
             about = (saved.run_name, saved.n_layers, saved.n_heads, saved.label_names, saved.embeddings)
         else:
-            from ui.common import active_run_picker, settle_heap
+            from ui.common import active_run_picker
 
-            settle_heap()
             picked = active_run_picker("home_run")
             if picked is None:
                 st.stop()

@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import gc
 import os
-import sys
 from pathlib import Path
 
 import streamlit as st
-import torch
 
 from attention_core import Embeddings, EmbeddingSource, Run, load_embeddings, load_run
 from attention_core.errors import EmbeddingError, InputError
 from attention_core.runs import list_runs, relink_embeddings, run_stamp
 from ui.preview import BUNDLED_NAME, DEFAULT_RUN, EXAMPLES, ROOT  # noqa: F401 — re-exported for the pages
 from ui.state import kept  # noqa: F401 — re-exported for the pages
-
-# One torch thread for the server's own work (a sentence's heatmap takes ~1 ms): the training
-# processes and the browser need the cores more.
-torch.set_num_threads(1)
-# Script runs (2.5 live redraws a second per training session) are busy Python: hand the GIL
-# over every 1 ms instead of 5, or the event loop, which needs it back after every socket call
-# while it answers a request, queues behind them (health p95 111 → ~32 ms with four sessions).
-sys.setswitchinterval(0.001)
 
 BUNDLED_DATA = {
     "UCI sentiment sentences (3,000 reviews: Amazon, IMDb, Yelp)": ROOT / "data" / "uci_sentiment_sentences.csv",
@@ -42,17 +31,13 @@ def embeddings(limit: int | None = None, path: str | None = None) -> Embeddings:
     """The shared, read-only embedding table (one per server): GloVe 6B 50d, or the word2vec /
     GloVe file at ``path`` on the server's disk. Raises ``EmbeddingError`` for a file that
     cannot be read."""
-    emb = load_embeddings(EmbeddingSource("file", path, limit=limit) if path else EmbeddingSource(limit=limit))
-    gc.freeze()  # see settle_heap
-    return emb
+    return load_embeddings(EmbeddingSource("file", path, limit=limit) if path else EmbeddingSource(limit=limit))
 
 
 @st.cache_resource(show_spinner="Loading the bundled model…")
 def default_run() -> Run:
     """The bundled run trained on the UCI sentences: shared read-only, never trained further."""
-    run = load_run(DEFAULT_RUN)
-    gc.freeze()  # see settle_heap
-    return run
+    return load_run(DEFAULT_RUN)
 
 
 def run_choices() -> dict[str, Path]:
@@ -116,7 +101,6 @@ def page_setup(title: str, icon: str) -> None:
     fonts.gstatic.com, and the app must not reach the internet."""
     use_the_router()
     st.set_page_config(page_title=f"{title} · Attention Playground", page_icon=icon, layout="wide")
-    settle_heap()
 
 
 def use_the_router() -> None:
@@ -150,29 +134,3 @@ def still_live_views() -> None:
     """
     st.html("<style>[data-testid='stProgress'] *, [data-testid='stElementContainer'] "
             "{ transition: none !important; }</style>")
-
-
-FREEZE_RUNS = 5  # page runs (all sessions) during which the server's long-lived objects are frozen
-_runs_seen = 0
-
-
-def settle_heap() -> None:
-    """Keep the server's long-lived objects out of Python's full garbage collections (``gc.freeze``).
-
-    The server holds ~270,000 objects the collector tracks (torch, plotly, pandas, Streamlit,
-    the embedding table's index), all alive until it exits. A full collection walks them all:
-    ~150 ms on an idle machine, up to 340 ms with four trainings watched, all of it holding the
-    GIL, so the server answered nothing meanwhile (the health checks' worst delays with four
-    learners lined up with those collections). Frozen objects are skipped: a full collection then
-    takes a few ms. Frozen here: what is alive after the imports, after the cached loaders, and
-    during the server's first few page runs (some modules, such as plotly's figure classes, are
-    imported on first use). A frozen object is never collected, so this stops after those runs:
-    what a session creates later is collected as usual.
-    """
-    global _runs_seen
-    if _runs_seen < FREEZE_RUNS:
-        _runs_seen += 1
-        gc.freeze()
-
-
-gc.freeze()  # what the imports loaded (see settle_heap)
