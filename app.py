@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import background
+from ui.navigation import PAGE_FILES
 from ui.server import configure_server
 
 configure_server()  # process-wide settings of the server (switch interval, torch threads, frozen heap)
@@ -149,20 +150,14 @@ attention next to gradient-based saliency so you can see where they agree and wh
         preview.warm_up()
 
 
-# The router: the pages and their labels in the sidebar (with a bare `pages/` folder Streamlit
+# The router: Home, then the pages of ui.navigation, with their labels in the sidebar (with a bare `pages/` folder Streamlit
 # labels this page after its file, "app"). No icons: a page's icon is also its favicon, and
 # Streamlit fetches a material icon's favicon from fonts.gstatic.com (the app runs offline),
 # while an emoji needs an emoji font on the machine (boxes in Debian's headless Chromium). Each
 # page sets an emoji favicon of its own (page_setup).
 PAGES = [
     st.Page(home, title="Home", url_path="home", default=True),  # ui.train_views.HOME_URL_PATH switches to it
-    st.Page("pages/1_Train.py", title="Train", url_path="Train"),
-    st.Page("pages/2_Inspect.py", title="Inspect", url_path="Inspect"),
-    st.Page("pages/3_Self_attention.py", title="Self attention", url_path="Self_attention"),
-    st.Page("pages/4_Cross_attention_and_masks.py", title="Cross attention and masks",
-            url_path="Cross_attention_and_masks"),
-    st.Page("pages/5_Backpropagation.py", title="Backpropagation", url_path="Backpropagation"),
-    st.Page("pages/6_Seed_experiment.py", title="Seed experiment", url_path="Seed_experiment"),
+    *(st.Page(p.path, title=p.title, url_path=p.url_path) for p in PAGE_FILES),
 ]
 page = st.navigation(PAGES)
 background.keep_alive({p.url_path: p for p in PAGES}, page.url_path)  # trainings going on while another page is read

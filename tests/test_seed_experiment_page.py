@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attention_core import load_dataset, load_run
+from attention_core import Run, load_dataset, load_run
+from attention_core.presets import SEED
 from runner.jobs import JobSequence
 from tests.apptest_helpers import chart
 
@@ -103,3 +104,21 @@ def test_saving_where_no_folder_can_be_made_is_an_error_not_a_traceback(runs: Pa
     assert not at.exception
     assert "Could not save it" in at.error[0].value and "runs folder" in at.error[0].value
     assert runs.read_bytes() == b"a file where the runs folder should be"
+
+
+def test_the_maps_are_predicted_once_per_run_not_on_every_rerun(runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at, seq = trained(2, 1)
+    first = {c.proto.id: c.proto.spec for c in at.get("plotly_chart") if "seedexp_map_" in c.proto.id}
+    assert len(first) == 15  # five sentences × three variants
+    calls = []
+    predict = Run.predict
+    monkeypatch.setattr(Run, "predict", lambda self, *a, **k: calls.append(a) or predict(self, *a, **k))
+    at.selectbox(key="seedexp_tl_sentence").set_value(SEED.train.probes[1]).run()  # any click reruns the page
+    assert not at.exception
+    assert calls == []
+    assert {c.proto.id: c.proto.spec for c in at.get("plotly_chart") if "seedexp_map_" in c.proto.id} == first
+    frozen = seq.jobs["frozen"]
+    frozen.run_renamed(frozen.run_path.rename(frozen.run_path.with_name("renamed")))  # its files changed: a new stamp
+    at.run()
+    assert not at.exception
+    assert len(calls) == len(SEED.train.probes)  # the frozen variant's five, again

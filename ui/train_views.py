@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from attention_core import Run, TextDataset, load_run
+from attention_core import Run, TextDataset, load_dataset, load_run
+from attention_core.data import read_table
 from attention_core.errors import InputError
 from attention_core.runs import (
     delete_run,
@@ -22,11 +23,55 @@ from attention_core.runs import (
     safe_name,
 )
 from attention_core.training import History, metrics_from_probabilities
-from runner.jobs import JobSnapshot
-from ui import figures
+from runner import jobs
+from runner.jobs import JobSnapshot, TrainingJob
+from ui import background, figures
+from ui.common import embeddings, kept
 from ui.live_chart import live_plotly_chart
+from ui.training_page import TrainingPage
 
 HOME_URL_PATH = "home"  # the url_path app.py's router gives its Home page (tests/test_navigation.py follows it)
+
+
+@st.cache_data(show_spinner="Reading the CSV…", max_entries=8)
+def parse(data: bytes, name: str):
+    return read_table(data, name=name)
+
+
+@st.cache_data(show_spinner="Checking the data…", max_entries=8)
+def build_dataset(data: bytes, name: str, text_col: str, label_col: str, vectors: str | None):
+    emb = embeddings(None, vectors)
+    return load_dataset(data, name=name, text_col=text_col, label_col=label_col, is_known=emb.__contains__)
+
+
+VECTORS = ["GloVe 6B 50d (bundled: 400,000 words)", "My own word2vec / GloVe file"]
+
+
+def word_vectors_choice() -> str | None:
+    """The word vectors to train with: None for the bundled GloVe, or the path of the learner's own
+    file (read and described here; the page stops with what to do while there is none that works)."""
+    choice = st.radio(
+        "Word vectors", VECTORS, horizontal=True, **kept("train_vectors", VECTORS[0], VECTORS),
+        help="The words' starting vectors, and the vocabulary: a word the vectors do not know is an unknown word. Your "
+             "own file must be on the computer that runs the app.")
+    if choice != VECTORS[1]:
+        return None
+    vectors = st.text_input(
+        "Path of the word-vector file", **kept("train_vectors_path", ""), placeholder="/path/to/glove.6B.100d.txt",
+        help="word2vec text (a 'count dim' first line) or binary, or GloVe text (one 'word v1 v2 …' per line). Read "
+             "once per server; runs trained with it remember the path, and need the file there to be opened again.")
+    vectors = vectors.strip() or None
+    if vectors is None:
+        st.info("Type the path of your word-vector file, or use the bundled GloVe.")
+        st.stop()
+    try:
+        table_of_vectors = embeddings(None, vectors)
+    except InputError as err:
+        st.error(f"These word vectors cannot be used: {err}")
+        st.stop()
+    st.caption(f"{table_of_vectors.source.describe()}: {table_of_vectors.size:,} words × {table_of_vectors.dim} "
+               "numbers each.")
+    return vectors
 
 
 def data_report(dataset: TextDataset, preview: pd.DataFrame, max_tokens: int) -> None:
@@ -82,6 +127,55 @@ def probe_heatmap(snap: JobSnapshot, key: str = "train") -> None:
             title=f"“{s['text']}” · last layer, head average · after epoch {snap.probe['epoch']}")
         cached = st.session_state[f"{key}_live_heatmap"] = (signature, fig.to_json(), fig.layout.height)
     live_plotly_chart(cached[1], height=cached[2], key=f"{key}_live_probe_chart")  # redrawn when the JSON changes
+
+
+def job_buttons(page: TrainingPage, *, running: bool) -> None:
+    """Pause / Resume, Stop and Reset for the page's job (callbacks: they act before the page is drawn again)."""
+    def on_pause() -> None:
+        j = page.job
+        j.resume() if j.paused else j.pause()
+
+    def on_reset() -> None:
+        if (j := page.forget()) is not None:
+            j.stop()
+
+    b1, b2, b3 = st.columns(3)
+    paused = page.job.paused
+    b1.button("Resume" if paused else "Pause", icon=":material/play_arrow:" if paused else ":material/pause:",
+              on_click=on_pause, disabled=not running, key="train_pause", use_container_width=True)
+    b2.button("Stop", icon=":material/stop:", on_click=lambda: page.job.stop(), disabled=not running, key="train_stop",
+              use_container_width=True)
+    b3.button("Reset", icon=":material/restart_alt:", on_click=on_reset, key="train_reset", use_container_width=True,
+              help="Forget this job on the page (a finished run stays saved on disk).")
+
+
+def live_view(job: TrainingJob, every: float | None) -> None:
+    """The job's live progress and probe map (``every``: seconds between redraws, None once it has ended)."""
+    snap = job.snapshot()
+    progress(snap)
+    probe_heatmap(snap)  # its chart is redrawn only when a new epoch's probe arrives
+    if every is None:
+        return
+    if snap.done:  # the job just ended: redraw the page once, buttons enabled
+        st.rerun(scope="app")
+    if every > jobs.LIVE_REFRESH:
+        st.caption(f"The live view is redrawn every {every:.1f} s while {jobs.active_jobs()} trainings share "
+                   "this server (every 0.4 s for up to two).")
+    if jobs.live_refresh_seconds() != every:  # trainings started or ended elsewhere: poll at the new pace
+        st.rerun(scope="app")
+
+
+def finished(job: TrainingJob) -> None:
+    """How the job ended, and its run's results (its run opens in every page's model picker)."""
+    snap = job.snapshot()
+    if snap.state in ("diverged", "failed"):
+        st.error(f"{snap.message}")
+    else:
+        st.success(ending(snap, job.train_config.time_budget))
+    background.open_new_run(job)
+    if job.run is not None and job.run.history.epochs:
+        st.header("3 · Results")
+        results(job.run, job.run_path, job.validation_probs)
 
 
 def kept_model(history: History, planned_epochs: int) -> str:
