@@ -1,0 +1,147 @@
+"""The home page: type a sentence, see what the model predicts and where it looks.
+
+Light on purpose (Streamlit only at import; the rest inside :func:`home`): on a cold start it
+shows the bundled model's saved answer before torch is loaded (``ui/preview.py``).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+
+def home() -> None:
+    """Home: type a sentence, see what the model predicts and where it looks."""
+    st.set_page_config(page_title="Home · Attention Playground", page_icon="🔎", layout="wide")
+    st.title("Attention Playground")
+    st.caption(
+        "Learn how attention works by looking inside a real model. Type a sentence: a small attention "
+        "classifier reads it, predicts its sentiment, and shows you which words each word attended to."
+    )
+    # On a cold start the browser fetches and compiles plotly.js (~1 s) only when asked. The live
+    # charts' preload asks now, while the server imports what the page needs and builds it.
+    from ui import live_chart
+
+    with st.sidebar:  # where its empty element leaves no gap in the page
+        live_chart.preload(at_once=True)
+
+    # plotly looks numpy and pandas up in sys.modules without importing them: a figure built while
+    # another session's run was half-way through importing pandas (Streamlit imports it on first
+    # use) met a half-made module ("partially initialized module 'pandas'"). An import waits for
+    # the other thread's, so both are imported before the first figure (the other pages import
+    # them through attention_core first); this run would import pandas with its first chart anyway.
+    import numpy as np
+    import pandas  # noqa: F401
+
+    from ui import figures, preview
+    from ui.preview import BUNDLED_NAME, EXAMPLES
+    from ui.state import kept, kept_in_state
+
+    def use_example() -> None:  # a click on the example already in the box deselects it: nothing to load
+        choice = st.session_state.get("home_example")
+        if choice:
+            st.session_state["home_text"] = choice
+
+    kept_in_state("home_text", EXAMPLES[0])  # the sentence box (an example click sets it)
+    text_now = st.session_state["home_text"]
+    # A server that has not loaded torch yet shows the bundled model's saved answer to the first
+    # example (ui/preview.py) and loads torch in the background; everything else is computed live.
+    saved = preview.load()
+    quick = (not preview.model_code_loaded() and saved is not None and text_now == saved.text
+             and st.session_state.get("active_run", BUNDLED_NAME) == BUNDLED_NAME)
+    with st.sidebar:
+        if quick:
+            st.selectbox("Model", [BUNDLED_NAME], key="home_run", help="The bundled model, or any run you trained.")
+            about = (saved.run_name, saved.n_layers, saved.n_heads, saved.label_names, saved.embeddings)
+        else:
+            from ui.common import active_run_picker
+
+            picked = active_run_picker("home_run")
+            if picked is None:
+                st.stop()
+            path, run = picked
+            about = (run.name, run.model_config.n_layers, run.model_config.n_heads, run.label_names,
+                     run.encoder.embeddings.source.describe())
+        st.page_link("pages/1_Train.py", label="Train your own model")
+        st.page_link("pages/2_Inspect.py", label="Inspect a model in depth")
+        name, n_layers, n_heads, labels, embeddings = about
+        size = f"{n_layers} layer{'s' * (n_layers != 1)} × {n_heads} head{'s' * (n_heads != 1)}"
+        st.caption(f"**{name}** · {size} · labels: {', '.join(labels)} · embeddings: {embeddings}")
+
+    # The example in the box is the one highlighted, none for a sentence of one's own: a click on
+    # another example selects it and so loads it (a click on a selected pill would deselect it).
+    st.session_state["home_example"] = text_now if text_now in EXAMPLES else None
+    st.pills("Try an example", EXAMPLES, key="home_example", on_change=use_example)
+    text = st.text_input("Your sentence", key="home_text", max_chars=500, placeholder="Type a sentence in English…")
+    if not text.strip():
+        st.info("Type a sentence above to see the model's prediction and its attention.")
+        st.stop()
+
+    if quick:  # (its text is the saved one: the widget's value is the one read above)
+        prediction = saved
+    else:
+        from attention_core.errors import InputError
+
+        try:
+            prediction = run.predict(text)
+        except InputError as err:
+            st.error(f"{err}")
+            st.stop()
+
+    left, right = st.columns([1, 2], gap="large")
+    with left:
+        st.subheader(f"Prediction: {prediction.label}")
+        live_chart.live_plotly_chart(figures.probability_bars(prediction.probabilities, predicted=prediction.label), key="home_probs")
+    with right:
+        st.subheader("Tokens the model read")
+        chips = " ".join(
+            f":orange-background[{t}]" if t == "<unk>" else f":blue-background[{t}]" for t in prediction.tokens
+        )
+        st.markdown(chips)
+        if prediction.unknown_tokens:
+            how = "read as the learned `<unk>` vector" if "<unk>" in prediction.tokens else "dropped"
+            st.caption(
+                f"Unknown to {embeddings}: "
+                f"{', '.join(f'`{w}`' for w in prediction.unknown_tokens)} — {how}. "
+                "Check the spelling, or use a more common word."
+            )
+        for note in prediction.notes:
+            if "truncated" in note:
+                st.caption(note)
+
+    st.subheader("Attention")
+    attn = np.asarray(prediction.attention)  # (L, H, T, T)
+    layer_names = [f"Layer {i + 1}" for i in range(attn.shape[0])]
+    head_options = ["Average of heads"] + [f"Head {h + 1}" for h in range(attn.shape[1])]
+    c1, c2 = st.columns(2)
+    layer = layer_names.index(c1.radio("Layer", layer_names, horizontal=True, **kept("home_layer", layer_names[0], layer_names)))
+    head = c2.radio("Head", head_options, horizontal=True, **kept("home_head", head_options[0], head_options))
+    weights = attn[layer].mean(0) if head == head_options[0] else attn[layer, head_options.index(head) - 1]
+    live_chart.live_plotly_chart(
+        figures.attention_heatmap(weights, prediction.tokens, title=f"{layer_names[layer]} · {head}"),
+        key="home_heatmap",
+    )
+    if st.toggle("Show all layers and heads at once", key="home_grid_on"):  # drawn on request: 10+ maps are slow to draw
+        st.plotly_chart(figures.attention_grid(attn, prediction.tokens), key="home_grid")
+
+    with st.expander("What am I looking at?", expanded=False):
+        st.markdown(
+            r"""
+Each **row** is a word *asking* (the query); each **column** is a word being *looked at* (the key).
+The colour is the attention weight: how much of the row word's new representation comes from the
+column word. Every row sums to 1 — attention is a weighted average.
+
+The weights come from scaled dot-product attention, the same function this model runs:
+
+$$\alpha = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right), \qquad z = \alpha V$$
+
+where $Q$, $K$ and $V$ are learned linear maps of the word vectors (GloVe). Each **head** has its own
+$Q$, $K$, $V$ and can learn to look for something different; a **layer** stacks heads, and later
+layers attend over what earlier layers produced. The model then averages the words' final vectors
+and a linear layer turns that into the class probabilities on the left.
+
+Attention shows where the model *looked*, not necessarily *why* it decided — the Inspect page puts
+attention next to gradient-based saliency so you can see where they agree and where they don't.
+"""
+        )
+    if quick:  # torch, for what the learner does next: loaded once the page is drawn (its import would slow the drawing)
+        preview.warm_up()
