@@ -22,7 +22,8 @@ logit_other), so the sign says which class a word pushes towards.
 
 Saliency needs gradients w.r.t. the *looked-up* vectors even when the embedding table is
 frozen, so it runs :meth:`AttentionClassifier.forward_features` on the output of
-``model.embed``.
+``model.embed``: :func:`explain` takes those features, the probabilities and the attention
+from one :func:`~attention_core.sentence.run_sentence`.
 
 Legend: B batch, T tokens, L layers, H heads, E embedding dim, C classes.
 """
@@ -38,6 +39,7 @@ from torch import Tensor
 
 from attention_core.encoding import Batch
 from attention_core.model import AttentionClassifier
+from attention_core.sentence import run_sentence
 
 if TYPE_CHECKING:  # runs.py may one day import this module
     from attention_core.runs import Run
@@ -155,30 +157,48 @@ def token_saliency(
         >>> token_saliency(model, Batch(ids, ids != 0), method="grad_norm").shape
         torch.Size([3])
     """
-    if method not in SALIENCY_METHODS:
-        raise ValueError(f"method = {method!r} is not valid; choose one of {', '.join(SALIENCY_METHODS)}")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps = {steps!r} is not valid; use a positive integer such as 32")
+    _check_method(method, steps)
     ids = batch.ids
     if ids.dim() != 2 or ids.shape[0] != 1:
         raise ValueError(f"token_saliency explains one sentence: ids must be (1, T), got shape {tuple(ids.shape)}")
     mask = batch.mask if batch.mask is not None else ids != 0
+    _check_target(model, target)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            features = model.embed(ids, batch.extra)  # (1, T, input_dim)
+            if target is None:
+                logits, _ = model.forward_features(features, mask, need_weights=False)
+                target = int(logits[0].argmax())
+    finally:
+        model.train(was_training)
+    return _feature_saliency(model, features, mask, int(target), method, steps)
+
+
+def _check_target(model: AttentionClassifier, target: int | None) -> None:
     n_classes = model.cfg.n_classes
     if target is not None and not 0 <= target < n_classes:
         raise ValueError(f"target = {target!r} is not a class index (the model has {n_classes} classes)")
+
+
+def _check_method(method: str, steps: int) -> None:
+    if method not in SALIENCY_METHODS:
+        raise ValueError(f"method = {method!r} is not valid; choose one of {', '.join(SALIENCY_METHODS)}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps = {steps!r} is not valid; use a positive integer such as 32")
+
+
+def _feature_saliency(model: AttentionClassifier, features: Tensor, mask: Tensor, target: int, method: str,
+                      steps: int) -> Tensor:
+    """:func:`token_saliency` of class ``target`` from the model's input ``features`` (1, T, input_dim) → (T,)."""
     e = model.cfg.embedding_dim
+    features = features.detach()
+    words, rest = features[..., :e], features[..., e:]  # rest: the seed's position index (or empty)
     was_training = model.training
     model.eval()
     try:
         with torch.enable_grad():
-            features = model.embed(ids, batch.extra).detach()  # (1, T, input_dim)
-            words, rest = features[..., :e], features[..., e:]  # rest: the seed's position index (or empty)
-            if target is None:
-                with torch.no_grad():
-                    logits, _ = model.forward_features(features, mask, need_weights=False)
-                cls = int(logits[0].argmax())
-            else:
-                cls = int(target)
 
             def target_grad(w: Tensor) -> Tensor:
                 """The gradient of log p(target) w.r.t. each row of word vectors ``w`` (N, T, E)."""
@@ -186,7 +206,7 @@ def token_saliency(
                 n = w.shape[0]
                 x = torch.cat([w, rest.expand(n, -1, -1)], dim=-1)
                 logits, _ = model.forward_features(x, mask.expand(n, -1), need_weights=False)
-                log_p = torch.log_softmax(logits, dim=-1)[:, cls]  # (N,): not the raw logit (module docstring)
+                log_p = torch.log_softmax(logits, dim=-1)[:, target]  # (N,): not the raw logit (module docstring)
                 (grad,) = torch.autograd.grad(log_p.sum(), w)
                 return grad
 
@@ -301,23 +321,17 @@ def explain(
         >>> ex.tokens, ex.saliency.shape, ex.rollout.shape
         (['a', 'great', 'movie'], torch.Size([3]), torch.Size([3, 3]))
     """
-    if method not in SALIENCY_METHODS:
-        raise ValueError(f"method = {method!r} is not valid; choose one of {', '.join(SALIENCY_METHODS)}")
+    _check_method(method, steps)
     model, label_names = run.model, run.label_names
-    enc, batch = run.encoder.encode_for_model(text)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            features = model.embed(batch.ids, batch.extra)  # (1, T, input_dim)
-            logits, attn = model.forward_features(features, batch.mask)
-        probs = torch.softmax(logits[0], dim=-1)
-        predicted = int(probs.argmax())
-        cls = predicted if target is None else target
-        saliency = token_saliency(model, batch, target=cls, method=method, steps=steps)
-    finally:
-        model.train(was_training)
-    attention = attn[:, 0].detach().cpu()  # (L, H, T, T)
+    seen = run_sentence(model, run.encoder, text, features=True)
+    _check_target(model, target)
+    enc, probs, features = seen.encoded, seen.probabilities, seen.features
+    assert features is not None
+    predicted = int(probs.argmax())
+    cls = predicted if target is None else target
+    mask = torch.ones(features.shape[:1], dtype=torch.bool, device=features.device)  # one sentence: no padding
+    saliency = _feature_saliency(model, features[None], mask[None], cls, method, steps)
+    attention = seen.attention.detach().cpu()  # (L, H, T, T)
     rollout = attention_rollout(
         attention, residual=model.cfg.residual if residual is None else residual, head_fusion=head_fusion
     )
@@ -333,7 +347,7 @@ def explain(
         rollout=rollout,
         saliency=saliency.cpu(),
         saliency_method=method,
-        input_features=features[0].detach().cpu().numpy(),
+        input_features=features.detach().cpu().numpy(),
         attention_to_token=rollout.mean(dim=0),
         notes=enc.notes,
     )

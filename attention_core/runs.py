@@ -41,7 +41,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from attention_core.embeddings import EmbeddingSource, load_embeddings
-from attention_core.encoding import Encoded, TextEncoder
+from attention_core.encoding import TextEncoder
 from attention_core.errors import ConfigError, InputError, RunError
 from attention_core.model import AttentionClassifier, ModelConfig
 from attention_core.sentence import SentenceOutput, run_encoded, run_sentence
@@ -101,9 +101,9 @@ class Run:
             tuple(result.label_names), result.history, name, None, val, dict(result.snapshots),
         )
 
-    def forward_over_training(self, text: str) -> tuple[Encoded, list[tuple[int, torch.Tensor, torch.Tensor]]]:
-        """``text`` through the model as it was at each snapshot epoch: its encoding and [(epoch,
-        probabilities (C,), attention (L, H, T, T))], oldest first (none for a run without snapshots).
+    def forward_over_training(self, text: str) -> list[tuple[int, SentenceOutput]]:
+        """``text`` through the model as it was at each snapshot epoch: [(epoch, what that model made
+        of it)], oldest first (empty for a run without snapshots). The sentence is encoded once.
 
         Raises ``EmbeddingError`` if no word of ``text`` is known.
         """
@@ -112,9 +112,8 @@ class Run:
         out = []
         for epoch in sorted(self.snapshots):
             model.load_state_dict({k: v.float() for k, v in self.snapshots[epoch].items()}, strict=False)
-            seen = run_encoded(model, encoded, batch)
-            out.append((epoch, seen.probabilities, seen.attention))
-        return encoded, out
+            out.append((epoch, run_encoded(model, encoded, batch)))
+        return out
 
     def forward(self, text: str) -> SentenceOutput:
         """Encode and run one sentence: its encoding, probabilities (C,) and attention (L, H, T, T).

@@ -1,10 +1,11 @@
 """One sentence through a model: its encoding, class probabilities and every attention map.
 
-Prediction, the probes recorded during training and the time-lapse over snapshots all read a
-sentence through :func:`run_sentence` (or :func:`run_encoded` when the sentence is encoded
-already), so they show the same numbers for the same weights.
+Prediction, the probes recorded during training, the time-lapse over snapshots and the
+explanation (saliency starts from the features kept here) all read a sentence through
+:func:`run_sentence` (or :func:`run_encoded` when the sentence is encoded already), so they
+show the same numbers for the same weights.
 
-Legend: T tokens, L layers, H heads, C classes.
+Legend: T tokens, L layers, H heads, C classes, F the model's input features (``model.embed``).
 """
 
 from __future__ import annotations
@@ -20,17 +21,22 @@ from attention_core.model import AttentionClassifier
 
 @dataclass(frozen=True)
 class SentenceOutput:
-    """What the model made of one sentence. Shapes: probabilities (C,), attention (L, H, T, T)."""
+    """What the model made of one sentence.
+
+    Shapes: probabilities (C,), attention (L, H, T, T), features (T, F) or None.
+    """
 
     encoded: Encoded  # tokens as fed to the model, unknown words, notes
     probabilities: Tensor
     attention: Tensor
+    features: Tensor | None = None  # the model's input (model.embed), when asked for: what saliency starts from
 
 
-def run_encoded(model: AttentionClassifier, encoded: Encoded, batch: Batch) -> SentenceOutput:
+def run_encoded(model: AttentionClassifier, encoded: Encoded, batch: Batch, *, features: bool = False) -> SentenceOutput:
     """The model in eval mode, without gradients, on a batch of one; the model's mode is restored.
 
-    The batch moves to the model's device; the outputs stay there.
+    The batch moves to the model's device; the outputs stay there. With ``features`` the
+    output keeps the model's input features too.
     """
     device = model.head.weight.device
     extra = batch.extra.to(device) if batch.extra is not None else None
@@ -38,13 +44,14 @@ def run_encoded(model: AttentionClassifier, encoded: Encoded, batch: Batch) -> S
     model.eval()
     try:
         with torch.no_grad():
-            logits, attn = model(batch.ids.to(device), batch.mask.to(device), extra)
+            x = model.embed(batch.ids.to(device), extra)  # (1, T, F)
+            logits, attn = model.forward_features(x, batch.mask.to(device))
     finally:
         model.train(was_training)
-    return SentenceOutput(encoded, torch.softmax(logits[0], -1), attn[:, 0])
+    return SentenceOutput(encoded, torch.softmax(logits[0], -1), attn[:, 0], x[0] if features else None)
 
 
-def run_sentence(model: AttentionClassifier, encoder: TextEncoder, text: str) -> SentenceOutput:
+def run_sentence(model: AttentionClassifier, encoder: TextEncoder, text: str, *, features: bool = False) -> SentenceOutput:
     """Encode ``text`` with the run's encoder and run it through ``model`` (see :func:`run_encoded`).
 
     Raises ``EmbeddingError`` if ``text`` is empty or no word of it is known.
@@ -55,4 +62,4 @@ def run_sentence(model: AttentionClassifier, encoder: TextEncoder, text: str) ->
         (('a', 'great', 'movie'), torch.Size([2]), torch.Size([2, 4, 3, 3]))
     """
     encoded, batch = encoder.encode_for_model(text)
-    return run_encoded(model, encoded, batch)
+    return run_encoded(model, encoded, batch, features=features)

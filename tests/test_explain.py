@@ -419,3 +419,56 @@ def test_explain_seed_like_run_shows_position_index() -> None:
     assert ex.input_features.shape == (3, 51)
     assert ex.input_features[:, -1].tolist() == [0.0, 1.0, 2.0]
     assert torch.allclose(ex.rollout, ex.head_average[0], atol=1e-6)  # 1 layer, no residual
+
+
+def explain_the_long_way(run: Run, text: str, method: str, target: int | None) -> dict:
+    """explain() spelled out as it was written before it read one run_sentence: its own encoding, its own
+    forward from model.embed, and token_saliency from the batch (which embeds the sentence again)."""
+    model = run.model
+    enc, batch = run.encoder.encode_for_model(text)
+    with torch.no_grad():
+        features = model.embed(batch.ids, batch.extra)
+        logits, attn = model.forward_features(features, batch.mask)
+    probs = torch.softmax(logits[0], dim=-1)
+    cls = int(probs.argmax()) if target is None else target
+    return {"tokens": list(enc.tokens), "label": run.label_names[int(probs.argmax())], "target": cls,
+            "probabilities": {n: round(float(p), 6) for n, p in zip(run.label_names, probs.tolist(), strict=True)},
+            "attention": attn[:, 0], "features": features[0].numpy(),
+            "saliency": token_saliency(model, batch, target=cls, method=method, steps=8)}
+
+
+@pytest.mark.parametrize("method", ["grad_x_input", "integrated_gradients", "grad_norm"])
+def test_explain_on_the_bundled_run_equals_the_spelled_out_forward_and_saliency_to_the_bit(method: str) -> None:
+    from attention_core import load_run
+    from ui.preview import DEFAULT_RUN, EXAMPLES
+
+    bundled = load_run(DEFAULT_RUN)
+    for text, target in [(EXAMPLES[0], None), (EXAMPLES[2], 1), ("a xqzzy , wonderful film !", None), (EXAMPLES[4], 0)]:
+        want, ex = explain_the_long_way(bundled, text, method, target), explain(bundled, text, method=method, target=target,
+                                                                               steps=8)
+        assert (ex.tokens, ex.label, ex.target, ex.probabilities) == (want["tokens"], want["label"], want["target"],
+                                                                      want["probabilities"])
+        assert torch.equal(ex.attention, want["attention"]) and torch.equal(ex.saliency, want["saliency"])
+        assert np.array_equal(ex.input_features, want["features"])
+
+
+def test_explain_runs_the_sentence_through_the_model_once(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One run_sentence gives explain its probabilities, attention and the features saliency starts from:
+    the sentence is encoded and embedded once (it was encoded once and embedded twice)."""
+    embeds, encodes = [], []
+    real_embed, real_encode = run.model.embed, run.encoder.encode_for_model
+    monkeypatch.setattr(run.model, "embed", lambda *a, **k: embeds.append(1) or real_embed(*a, **k))
+    monkeypatch.setattr(run.encoder, "encode_for_model", lambda *a, **k: encodes.append(1) or real_encode(*a, **k))
+    ex = explain(run, "a great movie", method="integrated_gradients")
+    assert (len(encodes), len(embeds)) == (1, 1)
+    from attention_core.sentence import run_sentence
+
+    seen = run_sentence(run.model, run.encoder, "a great movie", features=True)
+    assert seen.features is not None and np.array_equal(ex.input_features, seen.features.numpy())
+    assert run_sentence(run.model, run.encoder, "a great movie").features is None  # only when asked for
+    assert torch.equal(ex.attention, seen.attention)
+
+
+def test_explain_refuses_a_target_that_is_not_a_class(run: Run) -> None:
+    with pytest.raises(ValueError, match="target = 5 is not a class index"):
+        explain(run, "a great movie", target=5)

@@ -171,13 +171,15 @@ def test_a_run_keeps_weight_snapshots_for_any_sentences_time_lapse(tmp_path):
     assert all(t.dtype == torch.float16 for w in result.snapshots.values() for t in w.values())
     saved = load_run(save_run(Run.from_result(result, name="lapse"), tmp_path / "lapse"))
     assert sorted(saved.snapshots) == [0, 2, 5]
-    enc, steps = saved.forward_over_training("a really great movie")
-    assert [e for e, _, _ in steps] == [0, 2, 5] and list(enc.tokens) == ["a", "really", "great", "movie"]
+    steps = saved.forward_over_training("a really great movie")
+    assert [e for e, _ in steps] == [0, 2, 5]
+    assert all(list(seen.encoded.tokens) == ["a", "really", "great", "movie"] for _, seen in steps)
     out = saved.forward("a really great movie")
     probs, attn = out.probabilities, out.attention
-    assert steps[-1][2].shape == attn.shape  # (layers, heads, tokens, tokens)
-    assert torch.allclose(steps[-1][2], attn, atol=2e-2) and torch.allclose(steps[-1][1], probs, atol=2e-2)
-    assert not torch.allclose(steps[0][2], attn, atol=2e-2)  # before training it attended differently
+    last = steps[-1][1]
+    assert last.attention.shape == attn.shape  # (layers, heads, tokens, tokens)
+    assert torch.allclose(last.attention, attn, atol=2e-2) and torch.allclose(last.probabilities, probs, atol=2e-2)
+    assert not torch.allclose(steps[0][1].attention, attn, atol=2e-2)  # before training it attended differently
     (tmp_path / "uploads").mkdir()
     back = load_run(run_from_zip(run_to_zip(tmp_path / "lapse"), tmp_path / "uploads", "back"))
     assert sorted(back.snapshots) == [0, 2, 5]
@@ -196,7 +198,7 @@ def test_damaged_snapshots_are_refused_and_a_run_without_them_loads(run, tmp_pat
     with pytest.raises(RunError, match="cannot be read"):
         load_run(path)
     (path / "snapshots.safetensors").unlink()  # a run saved before snapshots existed
-    assert load_run(path).snapshots == {} and load_run(path).forward_over_training("a great movie")[1] == []
+    assert load_run(path).snapshots == {} and load_run(path).forward_over_training("a great movie") == []
     none = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32),
                    TrainConfig(epochs=1, batch_size=4, snapshots=0), dataset_from_lists(TEXTS, LABELS),
                    load_embeddings()).run()
@@ -483,3 +485,24 @@ def test_one_sentence_runs_in_eval_mode_without_gradients_and_restores_the_mode(
         assert run.model.training
     finally:
         run.model.eval()
+
+
+def test_forward_over_training_gives_each_snapshots_sentence_output(run):
+    """(epoch, SentenceOutput) per snapshot, oldest first, equal to the bit to the sentence through a model
+    loaded with that epoch's weights (the way the time-lapse computed it before)."""
+    import copy
+
+    from attention_core.sentence import SentenceOutput, run_sentence
+
+    text = "a really great xqzzy movie"
+    before = {k: v.clone() for k, v in run.model.state_dict().items()}
+    steps = run.forward_over_training(text)
+    assert all(torch.equal(v, before[k]) for k, v in run.model.state_dict().items())  # the run's own model is untouched
+    assert [e for e, _ in steps] == sorted(run.snapshots) and len(steps) >= 2
+    for epoch, seen in steps:
+        assert isinstance(seen, SentenceOutput)
+        model = copy.deepcopy(run.model)
+        model.load_state_dict({k: v.float() for k, v in run.snapshots[epoch].items()}, strict=False)
+        want = run_sentence(model, run.encoder, text)
+        assert seen.encoded == want.encoded and seen.encoded.unknown == ("xqzzy",)
+        assert torch.equal(seen.probabilities, want.probabilities) and torch.equal(seen.attention, want.attention)
