@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Every call that leads to another page, as (file, its target as written): the test that follows it.
 FOLLOWED = {
-    ("app.py", "page_link", "'pages/1_Train.py'"): "test_home_links_lead_to_their_pages",
-    ("app.py", "page_link", "'pages/2_Inspect.py'"): "test_home_links_lead_to_their_pages",
+    ("ui/home.py", "page_link", "'pages/1_Train.py'"): "test_home_links_lead_to_their_pages",
+    ("ui/home.py", "page_link", "'pages/2_Inspect.py'"): "test_home_links_lead_to_their_pages",
     ("ui/background.py", "page_link", "pages[page]"): "test_sidebar_links_to_a_training_lead_to_its_page",
     ("ui/train_views.py", "switch_page", "home_page()"): "test_open_on_home_opens_the_run_on_home",
 }
@@ -109,11 +109,10 @@ class DoneJob(SimpleNamespace):
 
 
 def tracked_pages() -> set[str]:
-    """The pages trainings are tracked for (``background.track(..., page=...)`` in pages/)."""
-    return {kw.value.value for file in (ROOT / "pages").glob("*.py")
-            for node in ast.walk(ast.parse(file.read_text())) if isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute) and node.func.attr == "track"
-            for kw in node.keywords if kw.arg == "page"}
+    """The pages that train (they call ``ui.training_page.training_page``), by their router address."""
+    from ui.navigation import page_of
+
+    return {page_of(f).url_path for f in (ROOT / "pages").glob("*.py") if "training_page(" in f.read_text()}
 
 
 def test_sidebar_links_to_a_training_lead_to_its_page():

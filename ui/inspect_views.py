@@ -212,9 +212,9 @@ def _replayed_sentence(run: Run, path: Path, text: str) -> list[tuple[int, dict]
     weights, in the shape of the run's probe records; computed once per run and sentence."""
     cache, key = _cache(), ("time-lapse", run_stamp(path), text)
     if key not in cache:
-        encoded, steps = run.forward_over_training(text)
-        cache[key] = [(epoch, {"tokens": list(encoded.tokens), "attention": attn.numpy(), "probabilities": probs.tolist()})
-                      for epoch, probs, attn in steps]
+        cache[key] = [(epoch, {"tokens": list(out.encoded.tokens), "attention": out.attention.numpy(),
+                               "probabilities": out.probabilities.tolist()})
+                      for epoch, out in run.forward_over_training(text)]
     return cache[key]
 
 
