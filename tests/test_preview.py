@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import subprocess
 import sys
@@ -34,10 +35,56 @@ def test_the_saved_answer_is_what_the_bundled_model_says():
         run.encoder.embeddings.source.describe())
 
 
+def test_the_preview_is_the_prediction_as_predict_gives_it_plus_the_runs_facts(tmp_path):
+    """write() saves Prediction.to_dict() as it is (the fields are listed once, in Prediction), in the
+    bundled file's flat layout; load() gives it back as ``prediction``, its fields readable as attributes."""
+    import dataclasses
+
+    from attention_core import Prediction, load_run
+
+    run = load_run(preview.DEFAULT_RUN)
+    written = preview.write(preview.DEFAULT_RUN, "a great phone", tmp_path / "p.json")
+    data = json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))
+    live = run.predict("a great phone").to_dict()
+    assert data == {"text": "a great phone", **live, "run_name": run.name, "n_layers": run.model_config.n_layers,
+                    "n_heads": run.model_config.n_heads, "label_names": list(run.label_names),
+                    "embeddings": run.encoder.embeddings.source.describe()}
+    assert list(data) == list(json.loads(preview.PREVIEW.read_text(encoding="utf-8")))  # the bundled file's layout
+    back = preview.load.__wrapped__(tmp_path / "p.json")
+    assert back == written and back.prediction == live
+    assert list(back.prediction) == [f.name for f in dataclasses.fields(Prediction)]
+    assert (back.label, back.tokens, back.attention) == (live["label"], live["tokens"], live["attention"])
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        back.nothing  # noqa: B018
+
+
+def test_a_field_added_to_prediction_reaches_the_preview_without_touching_it(tmp_path, monkeypatch):
+    from attention_core import Run
+
+    real = Run.predict
+
+    class Wider:
+        def __init__(self, prediction):
+            self.prediction = prediction
+
+        def to_dict(self):
+            return {**self.prediction.to_dict(), "entropy": 0.25}
+
+    monkeypatch.setattr(Run, "predict", lambda self, text: Wider(real(self, text)))
+    preview.write(preview.DEFAULT_RUN, "a great phone", tmp_path / "p.json")
+    back = preview.load.__wrapped__(tmp_path / "p.json")
+    assert back is not None and back.entropy == 0.25 and back.prediction["entropy"] == 0.25
+
+
 def test_a_missing_or_broken_preview_is_no_preview(tmp_path):
     assert preview.load.__wrapped__(tmp_path / "none.json") is None
     (tmp_path / "bad.json").write_text("{not json")
     assert preview.load.__wrapped__(tmp_path / "bad.json") is None
+    (tmp_path / "list.json").write_text("[1, 2]")
+    assert preview.load.__wrapped__(tmp_path / "list.json") is None
+    saved = json.loads(preview.PREVIEW.read_text(encoding="utf-8"))
+    (tmp_path / "old.json").write_text(json.dumps({k: v for k, v in saved.items() if k != "run_name"}))
+    assert preview.load.__wrapped__(tmp_path / "old.json") is None  # a run fact missing
 
 
 def test_home_shows_the_saved_answer_until_torch_is_there_then_computes_live(monkeypatch, tmp_path):

@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RUN = ROOT / "data" / "default_run"
@@ -35,20 +36,39 @@ _warming: threading.Thread | None = None
 
 @dataclass(frozen=True)
 class Preview:
-    """A saved prediction, with the fields of ``attention_core.runs.Prediction`` the home page draws."""
+    """A saved prediction of ``text`` and the facts about its run that the home page shows.
+
+    ``prediction`` is ``attention_core.runs.Prediction.to_dict()`` as it was saved; its fields read
+    as attributes too (``preview.label``, ``preview.attention``…), as on a ``Prediction``, so the
+    home page draws either. On disk it is one flat JSON object: ``text``, the prediction's fields,
+    then the run's facts.
+    """
 
     text: str
-    label: str
-    probabilities: dict[str, float]
-    tokens: list[str]
-    unknown_tokens: list[str]
-    attention: list  # [layer][head][query][key]
-    notes: list[str]
+    prediction: dict[str, Any]  # label, probabilities, tokens, unknown_tokens, attention [layer][head][query][key], notes
     run_name: str
     n_layers: int
     n_heads: int
     label_names: list[str]
     embeddings: str  # the embedding source, described
+
+    def __getattr__(self, name: str) -> Any:  # only for names that are not fields: the prediction's
+        try:
+            return self.__dict__["prediction"][name]
+        except KeyError:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}") from None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Preview:
+        facts = {f.name for f in fields(cls)} - {"prediction"}
+        missing = facts - set(data)
+        if missing:
+            raise TypeError(f"the preview has no {', '.join(sorted(missing))}")
+        return cls(prediction={k: v for k, v in data.items() if k not in facts}, **{k: data[k] for k in facts})
+
+    def to_json(self) -> dict[str, Any]:
+        facts = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("text", "prediction")}
+        return {"text": self.text, **self.prediction, **facts}
 
 
 def model_code_loaded() -> bool:
@@ -60,8 +80,8 @@ def model_code_loaded() -> bool:
 def load(path: Path = PREVIEW) -> Preview | None:
     """The saved prediction, or None if there is none (the page then waits for torch, as before)."""
     try:
-        return Preview(**json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
+        return Preview.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError, AttributeError):
         return None
 
 
@@ -81,10 +101,10 @@ def write(run_dir: Path = DEFAULT_RUN, text: str = EXAMPLES[0], path: Path = PRE
     from attention_core import load_run  # torch: only when writing
 
     run = load_run(run_dir)
-    preview = Preview(text=text, **run.predict(text).to_dict(), run_name=run.name, n_layers=run.model_config.n_layers,
-                      n_heads=run.model_config.n_heads, label_names=list(run.label_names),
-                      embeddings=run.encoder.embeddings.source.describe())
-    path.write_text(json.dumps(preview.__dict__) + "\n", encoding="utf-8")
+    preview = Preview(text=text, prediction=run.predict(text).to_dict(), run_name=run.name,
+                      n_layers=run.model_config.n_layers, n_heads=run.model_config.n_heads,
+                      label_names=list(run.label_names), embeddings=run.encoder.embeddings.source.describe())
+    path.write_text(json.dumps(preview.to_json()) + "\n", encoding="utf-8")
     return preview
 
 
