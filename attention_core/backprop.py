@@ -128,20 +128,10 @@ def seed_inputs(text: str, embeddings, *, max_tokens: int = 64) -> SeedInputs:
         >>> inp.tokens, tuple(inp.x.shape), inp.x[:, -1].tolist()
         (('very', 'sad', 'as', 'they', 'both', 'fail'), (6, 51), [0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
     """
-    from attention_core.encoding import check_sentence
-    from attention_core.errors import EmbeddingError
-    from attention_core.text import whitespace_tokenize
+    from attention_core.encoding import read_sentence
 
-    check_sentence(text)
-    words = whitespace_tokenize(text)
-    known = [w for w in words if w in embeddings]
-    unknown = tuple(w for w in words if w not in embeddings)
-    if not known:
-        shown = text if len(text) < 60 else text[:57] + "…"
-        raise EmbeddingError(
-            f"none of the words in {shown!r} are in the vocabulary ({embeddings.source.describe()})",
-            "type an English sentence with common words",
-        )
+    words = read_sentence(text, embeddings, "whitespace")
+    known, unknown = words.known_tokens, tuple(words.unknown_tokens)
     kept = known[:max_tokens]
     vectors = torch.from_numpy(embeddings.vectors(kept)).double()  # (n, E)
     position = torch.arange(len(kept), dtype=torch.float64)[:, None]  # (n, 1): the post's vcat(x, 0:n-1)

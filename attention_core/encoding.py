@@ -1,5 +1,10 @@
 """Sentences → token ids for the model, with unknown words and truncation reported.
 
+Every sentence is read by :func:`look_up` (tokenize, then mark the tokens the word vectors
+know), and a sentence a learner typed by :func:`read_sentence` (the same, refusing an empty
+sentence or one with no known word): the run's encoder, the explainer pages' sentences and
+the Julia post's inputs on the Backpropagation page.
+
 A run's vocabulary is every word of its training data that the embedding table knows
 (most frequent first), plus ``<pad>`` = 0 and ``<unk>`` = 1. At prediction time a word the
 run never saw but the table knows is still read: its vector is passed as an ``extra`` row.
@@ -8,7 +13,7 @@ run never saw but the table knows is still read: its vector is passed as an ``ex
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,6 +39,72 @@ def check_sentence(text: str, what: str = "the sentence") -> None:
     """
     if not text.strip():
         raise EmbeddingError(f"{what} is empty", "type a sentence, e.g. 'the food was good'")
+
+
+@dataclass(frozen=True)
+class Words:
+    """A sentence's tokens and which of them have a word vector (see :func:`look_up`)."""
+
+    text: str
+    tokens: tuple[str, ...]  # every token, in order
+    known: tuple[bool, ...]  # per token: has a vector (or, for a run's encoder, an id)
+
+    @property
+    def known_tokens(self) -> list[str]:
+        return [t for t, k in zip(self.tokens, self.known, strict=True) if k]
+
+    @property
+    def unknown_tokens(self) -> list[str]:
+        return [t for t, k in zip(self.tokens, self.known, strict=True) if not k]
+
+
+def look_up(text: str, is_known: Callable[[str], bool], tokenizer: str = "glove") -> Words:
+    """Tokenize ``text`` with ``tokenizer`` (one of :data:`~attention_core.text.TOKENIZERS`) and mark the
+    tokens ``is_known`` (e.g. ``embeddings.__contains__``).
+
+    Example:
+        >>> look_up("a xqzzy day", {"a", "day"}.__contains__).unknown_tokens
+        ['xqzzy']
+    """
+    tokens = TOKENIZERS[tokenizer](text)
+    return Words(text, tuple(tokens), tuple(map(is_known, tokens)))
+
+
+def read_sentence(
+    text: str,
+    embeddings: Embeddings,
+    tokenizer: str = "glove",
+    *,
+    is_known: Callable[[str], bool] | None = None,
+    what: str | None = None,
+    within: int | None = None,
+) -> Words:
+    """:func:`look_up` of a sentence a learner typed; :class:`EmbeddingError` if it is empty or no token is known.
+
+    ``is_known`` defaults to "``embeddings`` has a vector"; ``within`` counts only the first
+    ``within`` tokens (those a model reads). With ``what`` (e.g. ``"sentence A"``) the errors
+    name the sentence and its unknown tokens; without, they quote it and name the word vectors.
+
+    Example:
+        >>> read_sentence("xqzzy", load_embeddings(), what="sentence A")
+        Traceback (most recent call last):
+        ...
+        attention_core.errors.EmbeddingError: none of the words of sentence A has a GloVe vector ('xqzzy') — ...
+    """
+    check_sentence(text, what or "the sentence")
+    words = look_up(text, embeddings.__contains__ if is_known is None else is_known, tokenizer)
+    if any(words.known[:within]):
+        return words
+    if what is not None:
+        unknown = words.unknown_tokens
+        shown = ", ".join(repr(t) for t in unknown) if unknown else "only punctuation"
+        raise EmbeddingError(f"none of the words of {what} has a GloVe vector ({shown})",
+                             "check the spelling, or use more common English words")
+    shown = text if len(text) < 60 else text[:57] + "…"
+    raise EmbeddingError(
+        f"none of the words in {shown!r} are in the vocabulary ({embeddings.source.describe()})",
+        "type an English sentence with common words",
+    )
 
 
 @dataclass(frozen=True)
@@ -97,13 +168,12 @@ class TextEncoder:
         self.words = list(words)
         self.word_to_id = {w: i + 2 for i, w in enumerate(self.words)}
         self.tokenizer, self.unknown, self.max_tokens = tokenizer, unknown, max_tokens
-        self._tokenize = TOKENIZERS[tokenizer]
 
     @classmethod
     def build(cls, embeddings: Embeddings, texts: Iterable[str], **kwargs) -> TextEncoder:
         """A run vocabulary from ``texts``: every known word, most frequent first."""
-        tok = TOKENIZERS[kwargs.get("tokenizer", "glove")]
-        counts = Counter(t for text in texts for t in tok(text) if t in embeddings)
+        tokenizer = kwargs.get("tokenizer", "glove")
+        counts = Counter(t for text in texts for t in look_up(text, embeddings.__contains__, tokenizer).known_tokens)
         return cls(embeddings, [w for w, _ in counts.most_common()], **kwargs)
 
     @property
@@ -117,17 +187,23 @@ class TextEncoder:
             table[2:] = self.embeddings.vectors(self.words)
         return torch.from_numpy(table)
 
+    def _has_id(self, token: str) -> bool:
+        """Whether ``token`` gets an id: a run word, or a word the embedding table knows (an ``extra`` row)."""
+        return token in self.word_to_id or token in self.embeddings
+
     def encode(self, text: str) -> Encoded:
-        tokens = self._tokenize(text)
-        n_tokens = len(tokens)
+        return self._encode(look_up(text, self._has_id, self.tokenizer))
+
+    def _encode(self, words: Words) -> Encoded:
         kept, ids, unknown, extra = [], [], [], []
-        for tok in tokens:
-            i = self.word_to_id.get(tok)
-            if i is None and tok in self.embeddings:
-                if tok not in extra:
-                    extra.append(tok)
-                i = self.vocab_size + extra.index(tok)
-            if i is None:
+        for tok, known in zip(words.tokens, words.known, strict=True):
+            if known:
+                i = self.word_to_id.get(tok)
+                if i is None:
+                    if tok not in extra:
+                        extra.append(tok)
+                    i = self.vocab_size + extra.index(tok)
+            else:
                 unknown.append(tok)
                 if self.unknown == "drop":
                     continue
@@ -136,18 +212,12 @@ class TextEncoder:
             ids.append(i)
         truncated = max(0, len(ids) - self.max_tokens)
         kept, ids = kept[: self.max_tokens], ids[: self.max_tokens]
-        return Encoded(text, tuple(kept), tuple(ids), tuple(unknown), n_tokens, truncated, tuple(extra))
+        return Encoded(words.text, tuple(kept), tuple(ids), tuple(unknown), len(words.tokens), truncated, tuple(extra))
 
     def encode_for_model(self, text: str) -> tuple[Encoded, Batch]:
-        """Encode one sentence into a batch of one; error if it is empty or no word is known."""
-        check_sentence(text)
-        enc = self.encode(text)
-        if not enc.ids or all(i == UNK for i in enc.ids):
-            shown = text if len(text) < 60 else text[:57] + "…"
-            raise EmbeddingError(
-                f"none of the words in {shown!r} are in the vocabulary ({self.embeddings.source.describe()})",
-                "type an English sentence with common words",
-            )
+        """Encode one sentence into a batch of one; error if it is empty or no word the model reads is known."""
+        within = self.max_tokens if self.unknown == "unk" else None  # dropped words leave room for later ones
+        enc = self._encode(read_sentence(text, self.embeddings, self.tokenizer, is_known=self._has_id, within=within))
         return enc, self.collate([enc])
 
     def collate(self, encoded: Sequence[Encoded], labels: Sequence[int] | None = None) -> Batch:

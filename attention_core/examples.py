@@ -34,9 +34,8 @@ from torch import Tensor, nn
 
 from attention_core.attention import AttentionSteps, attention_steps, causal_mask, padding_mask
 from attention_core.embeddings import Embeddings
-from attention_core.encoding import check_sentence
-from attention_core.errors import EmbeddingError, InputError
-from attention_core.text import tokenize
+from attention_core.encoding import read_sentence
+from attention_core.errors import InputError
 
 # --- seed 001: "Your journey starts with one step" -------------------------------------------
 
@@ -551,15 +550,9 @@ def sentence_vectors(text: str, embeddings: Embeddings, *, what: str = "the sent
     Shape:
         vectors (number of known tokens, embeddings.dim).
     """
-    check_sentence(text, what)
-    tokens = tokenize(text)
-    known = [t for t in tokens if t in embeddings]
-    unknown = [t for t in tokens if t not in embeddings]
-    if not known:
-        shown = ", ".join(repr(t) for t in unknown) if unknown else "only punctuation"
-        raise EmbeddingError(f"none of the words of {what} has a GloVe vector ({shown})",
-                             "check the spelling, or use more common English words")
-    return SentenceVectors(tokens, known, unknown, torch.from_numpy(embeddings.vectors(known)))
+    words = read_sentence(text, embeddings, what=what)
+    known = words.known_tokens
+    return SentenceVectors(list(words.tokens), known, words.unknown_tokens, torch.from_numpy(embeddings.vectors(known)))
 
 
 def attention_mask(kind: str, t: int, s: int, n_real: int) -> Tensor:
