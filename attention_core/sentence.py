@@ -10,6 +10,8 @@ Legend: T tokens, L layers, H heads, C classes, F the model's input features (``
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -32,6 +34,18 @@ class SentenceOutput:
     features: Tensor | None = None  # the model's input (model.embed), when asked for: what saliency starts from
 
 
+@contextmanager
+def evaluating(model: AttentionClassifier) -> Iterator[None]:
+    """Run ``model`` in eval mode without gradients, then give it back in the mode it had."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
+
+
 def run_encoded(model: AttentionClassifier, encoded: Encoded, batch: Batch, *, features: bool = False) -> SentenceOutput:
     """The model in eval mode, without gradients, on a batch of one; the model's mode is restored.
 
@@ -40,14 +54,9 @@ def run_encoded(model: AttentionClassifier, encoded: Encoded, batch: Batch, *, f
     """
     device = model.head.weight.device
     extra = batch.extra.to(device) if batch.extra is not None else None
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            x = model.embed(batch.ids.to(device), extra)  # (1, T, F)
-            logits, attn = model.forward_features(x, batch.mask.to(device))
-    finally:
-        model.train(was_training)
+    with evaluating(model):
+        x = model.embed(batch.ids.to(device), extra)  # (1, T, F)
+        logits, attn = model.forward_features(x, batch.mask.to(device))
     return SentenceOutput(encoded, torch.softmax(logits[0], -1), attn[:, 0], x[0] if features else None)
 
 

@@ -29,7 +29,7 @@ from attention_core.errors import ConfigError, DataError, EmbeddingError
 from attention_core.metrics import classification_metrics
 from attention_core.model import AttentionClassifier, ModelConfig, with_data
 from attention_core.post_sgd import PostModelSGDStep, post_sgd_step_applies
-from attention_core.sentence import run_encoded
+from attention_core.sentence import evaluating, run_encoded
 from attention_core.text import TOKENIZERS
 
 OPTIMIZERS = ("adamw", "adam", "sgd")
@@ -733,15 +733,15 @@ def predict_probabilities(
     A row with no known word is NaN: there is nothing to predict from (``Run.predict`` raises
     ``EmbeddingError`` for such a sentence).
     """
-    model.eval()
     out = np.full((len(texts), model.cfg.n_classes), np.nan)
     encoded = [(i, enc) for i, enc in enumerate(map(encoder.encode, texts)) if any(t != UNK for t in enc.ids)]
     encoded.sort(key=lambda ie: len(ie[1].ids))
-    for start in range(0, len(encoded), batch_size):
-        chunk = encoded[start : start + batch_size]
-        batch = encoder.collate([enc for _, enc in chunk])
-        logits, _ = model(batch.ids, batch.mask, batch.extra, need_weights=False)
-        out[[i for i, _ in chunk]] = torch.softmax(logits, -1).double().numpy()
+    with evaluating(model):  # as run_sentence runs one sentence: model.forward, in eval mode, mode given back
+        for start in range(0, len(encoded), batch_size):
+            chunk = encoded[start : start + batch_size]
+            batch = encoder.collate([enc for _, enc in chunk])
+            logits, _ = model(batch.ids, batch.mask, batch.extra, need_weights=False)
+            out[[i for i, _ in chunk]] = torch.softmax(logits, -1).double().numpy()
     return out
 
 

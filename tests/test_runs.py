@@ -506,3 +506,24 @@ def test_forward_over_training_gives_each_snapshots_sentence_output(run):
         want = run_sentence(model, run.encoder, text)
         assert seen.encoded == want.encoded and seen.encoded.unknown == ("xqzzy",)
         assert torch.equal(seen.probabilities, want.probabilities) and torch.equal(seen.attention, want.attention)
+
+
+def test_batched_probabilities_run_the_models_forward_in_eval_mode_without_gradients_and_keep_the_mode(run):
+    """predict_proba calls the model itself (model.forward: the one layer order), in eval mode without
+    gradients, as run_sentence does, and gives the model back in the mode it had (it was left in eval)."""
+    seen = []
+    hook = run.model.register_forward_hook(lambda module, args, out: seen.append((module.training, torch.is_grad_enabled())))
+    run.model.train()
+    try:
+        texts = ["i love this fantastic product", "terrible", "xqzzy", "the food was not good at all, sadly"]
+        probs = run.predict_proba(texts, batch_size=2)
+        assert run.model.training
+        assert seen == [(False, False)] * 2  # 3 sentences with a known word, 2 batches
+        run.model.eval()
+        for text, row in zip(texts, probs, strict=True):
+            if text != "xqzzy":
+                single = run.forward(text).probabilities.double().numpy()
+                np.testing.assert_allclose(row, single, atol=1e-6)
+    finally:
+        hook.remove()
+        run.model.eval()
