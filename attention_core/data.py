@@ -391,13 +391,15 @@ def _letters(text: str) -> int:
 
 
 def known_words(texts: Sequence[str], is_known: Callable[[str], bool],
-                tokenize: Callable[[str], list[str]] = _glove_tokenize) -> KnownWords:
+                tokenize: Callable[[str], list[str]] = _glove_tokenize, *,
+                tokens: Sequence[Sequence[str]] | None = None) -> KnownWords:
     """The share of ``texts`` the word vectors know, counted in letters, and the rows with no known word.
 
     Letters, not tokens: punctuation and numbers are tokens the vectors know but teach little (a column
     of IDs or dates is all of them), and a tokenizer may skip what it cannot read (the GloVe tokenizer
     keeps only ASCII words, so Chinese text is left with its punctuation). Letters that are in no known
     token, skipped ones included, count as unknown; a long word weighs more than a short one.
+    ``tokens`` are the texts as ``tokenize`` split them, when the caller has them already.
 
     Example:
         >>> k = known_words(["good food!", "zzzz", "42"], {"good", "food", "!"}.__contains__)
@@ -408,7 +410,8 @@ def known_words(texts: Sequence[str], is_known: Callable[[str], bool],
     rows_without = []
     for i, text in enumerate(texts):
         n = _letters(normalize(text))
-        k = min(n, sum(_letters(w) for w in tokenize(text) if is_known(w)))  # NFKC may add a letter (ﬁ → fi)
+        words = tokenize(text) if tokens is None else tokens[i]
+        k = min(n, sum(_letters(w) for w in words if is_known(w)))  # NFKC may add a letter (ﬁ → fi)
         letters, known = letters + n, known + k
         if not k:
             rows_without.append(i)
@@ -420,7 +423,8 @@ def _shown(text: str, width: int = 40) -> str:
 
 
 def check_known_words(texts: Sequence[str], column: str, is_known: Callable[[str], bool],
-                      tokenize: Callable[[str], list[str]] = _glove_tokenize) -> tuple[KnownWords, list[str]]:
+                      tokenize: Callable[[str], list[str]] = _glove_tokenize, *,
+                      tokens: Sequence[Sequence[str]] | None = None) -> tuple[KnownWords, list[str]]:
     """Refuse a text column the word vectors (almost) cannot read; warn about one they read poorly.
 
     Raises :class:`DataError` when at most :data:`MIN_KNOWN_SHARE` of the text is known (a wrong
@@ -434,7 +438,7 @@ def check_known_words(texts: Sequence[str], column: str, is_known: Callable[[str
         ...
         attention_core.errors.DataError: column 'id' holds almost no words that the word vectors know (0.0% ...
     """
-    known = known_words(texts, is_known, tokenize)
+    known = known_words(texts, is_known, tokenize, tokens=tokens)
     examples = ", ".join(_shown(t) for t in list(dict.fromkeys(texts[:100]))[:2])  # two different values
     if known.share <= MIN_KNOWN_SHARE:
         raise DataError(
@@ -512,7 +516,7 @@ def _build(texts: Sequence[Any], labels: Sequence[Any], *, source: str, encoding
     if is_known is not None:
         total = sum(len(tok) for tok in tokens)
         unknown_rate = sum(not is_known(w) for tok in tokens for w in tok) / total if total else 0.0
-        known, known_warns = check_known_words(kept_texts, text_col, is_known, tokenize)
+        known, known_warns = check_known_words(kept_texts, text_col, is_known, tokenize, tokens=tokens)
         known_share = known.share
         warns += known_warns
     report = DatasetReport(

@@ -523,3 +523,28 @@ def test_roundtrip_through_pandas_csv(rows: list[tuple[str, str]], sep: str, bom
     assert ds.texts == tuple(t.strip() for t in texts)
     assert tuple(ds.label_names[y] for y in ds.labels) == labels
     assert ds.label_names == tuple(sorted(set(labels)))
+
+
+def test_a_dataset_is_tokenized_once_for_its_report_and_its_known_words_check() -> None:
+    """Every kept row goes through the tokenizer once (the known-words check tokenized them again), and the
+    report is what tokenizing twice gave: the same lengths, unknown rate and known share."""
+    from attention_core import load_embeddings
+
+    emb = load_embeddings()
+    texts = ["a great movie", "xqzzy qqqzz", "", "i hated it , sadly", "wonderful fun"] * 3
+    labels = ["pos", "neg", "neg", "neg", "pos"] * 3
+    calls: list[str] = []
+
+    def counting(text: str) -> list[str]:
+        calls.append(text)
+        return tokenize(text)
+
+    ds = dataset_from_lists(texts, labels, is_known=emb.__contains__, tokenize=counting)
+    assert Counter(calls) == Counter(ds.texts)  # once per kept row (the empty rows are dropped before)
+    kept = list(ds.texts)
+    known = data.known_words(kept, emb.__contains__)
+    n_tokens = sum(len(tokenize(t)) for t in kept)
+    assert ds.report.known_share == known.share
+    assert ds.report.unknown_rate == sum(w not in emb for t in kept for w in tokenize(t)) / n_tokens
+    assert ds.report.token_lengths == tuple(len(tokenize(t)) for t in kept)
+    assert data.known_words(kept, emb.__contains__, tokens=[tokenize(t) for t in kept]) == known
