@@ -164,10 +164,10 @@ def save_run(run: Run, path: str | os.PathLike, *, overwrite: bool = False, name
     """
     path = Path(path)
     kind = _destination_kind(path)
-    if kind == "run" and not overwrite:
-        raise RunError(f"{path} already holds a run", "save under a new name, or overwrite it on purpose")
-    if kind not in ("missing", "empty", "run"):
-        raise RunError(f"{path} {_KIND_TEXT[kind]}", "save the run to a new folder")
+    problem = _cannot_save_over(kind, overwrite)
+    if problem is not None:
+        hint = "save under a new name, or overwrite it on purpose" if kind == "run" else "save the run to a new folder"
+        raise RunError(f"{path} {problem}", hint)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".run-saving-", dir=path.parent))
     try:
@@ -201,11 +201,21 @@ def save_run(run: Run, path: str | os.PathLike, *, overwrite: bool = False, name
 
 
 _KIND_TEXT = {
+    "run": "already holds a run",
     "file": "is a file, not a folder",
     "link": "is a link",
     "other": "is a folder with other files in it",
     "unreadable": "cannot be read",
 }
+
+
+def _cannot_save_over(kind: str, overwrite: bool) -> str | None:
+    """What a run may be saved over, for :func:`save_run` and :func:`prepare_destination`: nothing (a
+    missing path), an empty folder, or a run when ``overwrite`` says so. Otherwise what is there, as
+    the end of a sentence starting with the path (``_destination_kind``'s ``kind``)."""
+    if kind in ("missing", "empty") or (kind == "run" and overwrite):
+        return None
+    return _KIND_TEXT[kind]
 
 
 def _destination_kind(path: Path) -> str:
@@ -282,15 +292,14 @@ def prepare_destination(path: str | os.PathLike, *, overwrite: bool = False) -> 
         kind = _destination_kind(target)
     except OSError as err:
         raise RunError(f"cannot write a run to {raw}: {err.strerror}", "choose a folder you can write to, with a plain name") from err
-    if kind == "run" and not overwrite:
-        raise RunError(f"{raw} already holds a run", OUT_HINT)
-    if kind == "other":
+    problem = _cannot_save_over(kind, overwrite)
+    if problem is not None and kind == "other":
         some = sorted(e.name for e in target.iterdir())
         shown = ", ".join(some[:3]) + (f" and {len(some) - 3} more" if len(some) > 3 else "")
         only = " (--overwrite only replaces a run)" if overwrite else ""
-        raise RunError(f"{raw} is a folder with other files in it ({shown}){only}", "choose a new folder" if overwrite else OUT_HINT)
-    if kind not in ("missing", "empty", "run"):
-        raise RunError(f"{raw} {_KIND_TEXT[kind]}", OUT_HINT)
+        raise RunError(f"{raw} {problem} ({shown}){only}", "choose a new folder" if overwrite else OUT_HINT)
+    if problem is not None:
+        raise RunError(f"{raw} {problem}", OUT_HINT)
     dest = Destination(target)
     try:
         if kind == "missing":

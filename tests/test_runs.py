@@ -527,3 +527,36 @@ def test_batched_probabilities_run_the_models_forward_in_eval_mode_without_gradi
     finally:
         hook.remove()
         run.model.eval()
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_save_run_and_prepare_destination_follow_one_rule_of_what_may_be_replaced(run, tmp_path, overwrite):
+    """A run may go where nothing is, into an empty folder, or over a run with overwrite; the check before a
+    training and the save itself refuse the same places, each message starting '<path> <what is there>'."""
+    from attention_core.runs import prepare_destination
+
+    places = {"missing": None, "empty": "empty", "run": "run", "file": "file", "link": "link", "other": "other"}
+    for name, kind in places.items():
+        path = tmp_path / name
+        if kind == "empty":
+            path.mkdir()
+        elif kind == "run":
+            save_run(run, path)
+        elif kind == "file":
+            path.write_text("mine")
+        elif kind == "link":
+            path.symlink_to(tmp_path)
+        elif kind == "other":
+            _users_files(path)
+        errors = []
+        for check in (lambda p: prepare_destination(p, overwrite=overwrite), lambda p: save_run(run, p, overwrite=overwrite)):
+            try:
+                check(path)
+                errors.append(None)
+            except RunError as err:
+                errors.append(err.message)
+        refused = name in ("file", "link", "other") or (name == "run" and not overwrite)
+        assert [e is not None for e in errors] == [refused, refused], name
+        if refused:
+            save_message = errors[1]
+            assert errors[0].startswith(save_message) and save_message.startswith(f"{path} "), name
