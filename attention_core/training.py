@@ -128,7 +128,7 @@ class History:
     epochs: list[EpochRecord] = field(default_factory=list)
     step_losses: list[float] = field(default_factory=list)
     probes: list[dict] = field(default_factory=list)  # {"epoch", "sentences": [{"text","tokens","attention"}]}
-    best_epoch: int | None = None  # the epoch whose weights the run keeps (lowest validation loss; else the last)
+    kept_epoch: int | None = None  # the epoch whose weights the run keeps (lowest validation loss; else the last)
     status: str = "running"  # running | finished | stopped | diverged | time budget
     message: str = ""
     seconds: float = 0.0
@@ -140,15 +140,9 @@ class History:
         return self.examples_seen / self.seconds if self.seconds > 0 else 0.0
 
     @property
-    def kept_epoch(self) -> int | None:
-        """The epoch whose weights the run keeps; None before the first epoch. (Runs saved before
-        ``best_epoch`` meant that, without validation rows, name the lowest training loss there
-        while keeping the last weights: read here as the last.)"""
-        if not self.epochs:
-            return None
-        if self.best_epoch is not None and self.epochs[-1].val_loss is not None:
-            return self.best_epoch
-        return self.epochs[-1].epoch
+    def best_epoch(self) -> int | None:
+        """Deprecated name of :attr:`kept_epoch` (the name run files still use for it)."""
+        return self.kept_epoch
 
     def summary(self) -> dict:
         """The figures ``train`` prints, of the epoch whose weights the run keeps."""
@@ -166,12 +160,17 @@ class History:
         }
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Plain values for JSON; the kept epoch under ``best_epoch``, its name in run files."""
+        return {("best_epoch" if k == "kept_epoch" else k): v for k, v in asdict(self).items()}
 
     @classmethod
     def from_dict(cls, data: dict) -> History:
         data = dict(data)
-        data["epochs"] = [EpochRecord(**e) for e in data.get("epochs", [])]
+        data["epochs"] = epochs = [EpochRecord(**e) for e in data.get("epochs", [])]
+        kept = data.pop("best_epoch", None)
+        if epochs and (kept is None or epochs[-1].val_loss is None):
+            kept = epochs[-1].epoch  # runs saved without validation rows named the lowest training loss, kept the last
+        data["kept_epoch"] = kept
         return cls(**{k: v for k, v in data.items() if k in {f.name for f in fields(cls)}})
 
 
@@ -621,8 +620,8 @@ class Trainer:
                 break
             record = self._epoch_record(epoch, tally, clock, loss_weight)
             h.epochs.append(record)
-            if kept.epoch_done(model, record.val_loss) or record.val_loss is None:
-                h.best_epoch = epoch  # the lowest validation loss; without validation rows, the last epoch
+            if kept.epoch_done(model, record.val_loss) or kept.best is None:
+                h.kept_epoch = epoch  # the lowest validation loss; without one (no validation rows), the last epoch
             if self._probes_due(epoch):
                 self._record_probes(epoch)
             snapshots.take_planned(epoch, model)
@@ -709,7 +708,7 @@ class Trainer:
         if kept.best is not None:
             model.load_state_dict(kept.best)  # the best weights by validation loss
             if tc.snapshots:  # the time-lapse shows the kept model too
-                snapshots.take(h.best_epoch, model)
+                snapshots.take(h.kept_epoch, model)
         model.zero_grad(set_to_none=True)
         model.eval().cpu()  # runs are saved and served from the CPU
         return TrainResult(

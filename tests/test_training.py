@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import pytest
 import torch
@@ -149,7 +149,7 @@ def test_keeps_best_weights_by_validation_loss(emb):
     result = trainer.run()
     h = result.history
     best = min(h.epochs, key=lambda e: e.val_loss)
-    assert h.best_epoch == best.epoch
+    assert h.kept_epoch == best.epoch
     val_loss, _, _ = trainer.evaluate_encoded(*trainer._val)
     assert val_loss == pytest.approx(best.val_loss, rel=1e-5)
 
@@ -313,15 +313,35 @@ def test_the_kept_epoch_is_the_one_whose_weights_the_run_keeps():
                      TrainConfig(epochs=3, batch_size=4, val_fraction=0.0),
                      dataset_from_lists(texts, labels), load_embeddings()).run()
     h = result.history
-    assert h.best_epoch == h.kept_epoch == 3
+    assert h.kept_epoch == 3
     assert h.summary()["best_epoch"] == 3 and h.summary()["train_loss"] == h.epochs[-1].train_loss
     # A history saved before: best_epoch by training loss, no validation.
-    old = History(epochs=[EpochRecord(e, loss, 0.5, None, None, 1.0, 10.0) for e, loss in ((1, 0.6), (2, 0.3), (3, 0.5))],
-                  best_epoch=2)
+    old = History.from_dict({"epochs": [asdict(EpochRecord(e, loss, 0.5, None, None, 1.0, 10.0))
+                                        for e, loss in ((1, 0.6), (2, 0.3), (3, 0.5))], "best_epoch": 2})
     assert old.kept_epoch == 3 and old.summary()["train_loss"] == 0.5
-    with_val = History(epochs=[EpochRecord(e, 0.5, 0.5, v, 0.5, 1.0, 10.0) for e, v in ((1, 0.6), (2, 0.3), (3, 0.5))],
-                       best_epoch=2)
+    with_val = History.from_dict({"epochs": [asdict(EpochRecord(e, 0.5, 0.5, v, 0.5, 1.0, 10.0))
+                                             for e, v in ((1, 0.6), (2, 0.3), (3, 0.5))], "best_epoch": 2})
     assert with_val.kept_epoch == 2 and with_val.summary()["val_loss"] == 0.3
+    assert History.from_dict({"epochs": []}).kept_epoch is None
+
+
+def test_the_kept_epoch_has_one_name_and_run_files_keep_theirs():
+    """History.kept_epoch is the one field (best_epoch stays a read-only alias for older callers); run files
+    keep calling it best_epoch, in the same place, so runs saved before and after read alike."""
+    from dataclasses import fields
+
+    from attention_core import History
+    from attention_core.training import EpochRecord
+
+    names = [f.name for f in fields(History)]
+    assert "kept_epoch" in names and "best_epoch" not in names
+    h = History(epochs=[EpochRecord(e, 0.5, 0.5, v, 0.5, 1.0, 10.0) for e, v in ((1, 0.6), (2, 0.3), (3, 0.5))],
+                kept_epoch=2)
+    assert h.best_epoch == 2
+    saved = h.to_dict()
+    assert "kept_epoch" not in saved and saved["best_epoch"] == 2
+    assert list(saved)[:4] == ["epochs", "step_losses", "probes", "best_epoch"]
+    assert History.from_dict(saved) == h
 
 
 def test_probes_record_the_sentence_forward_pass_rounded_and_keep_the_training_mode(tiny_ds, emb):
