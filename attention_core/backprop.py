@@ -5,7 +5,7 @@ one attention head with biases, a linear layer, mean pooling, softmax and cross 
 and applies them with per-example SGD. This module derives them with the correct formulas,
 one named tensor per step, so that the explainer page can show each gradient in the order
 the post derives it, next to autograd's (:func:`gradient_report`), and next to what the
-post's own code computes (:func:`post_code_comparison`; :func:`seed_backward` with
+post's own code computes (:func:`post_code_comparison`; :func:`post_backward` with
 ``julia=True``: its softmax Jacobian is built from the first column of α and applied to
 every row, and its scores are divided by √length(q) = √(d·n) rather than √d).
 The trainer's fast step for the ``seed`` preset, the same gradients fused for speed, is
@@ -29,7 +29,7 @@ from attention_core.post_sgd import post_model_params
 
 
 @dataclass
-class SeedForward:
+class PostForward:
     """Every intermediate of the seed model's forward pass for one sentence."""
 
     x: Tensor  # (n, d)
@@ -46,7 +46,7 @@ class SeedForward:
     scale: float
 
 
-def seed_forward(x: Tensor, y: int, params: dict[str, Tensor], *, scale: float | None = None) -> SeedForward:
+def post_forward(x: Tensor, y: int, params: dict[str, Tensor], *, scale: float | None = None) -> PostForward:
     """The seed model's forward pass. ``params``: Q, Qb, K, Kb, V, Vb (d×d, d), W (C×d), b (C)."""
     n, d = x.shape
     c = 1.0 / math.sqrt(d) if scale is None else scale
@@ -59,15 +59,15 @@ def seed_forward(x: Tensor, y: int, params: dict[str, Tensor], *, scale: float |
     pooled = z.mean(0)  # (d,)
     logits = params["W"] @ pooled + params["b"]  # (C,)
     p = torch.softmax(logits, dim=-1)
-    return SeedForward(x, q, k, v, scores, alpha, z, pooled, logits, p, -torch.log(p[y]), c)
+    return PostForward(x, q, k, v, scores, alpha, z, pooled, logits, p, -torch.log(p[y]), c)
 
 
-def seed_backward(fw: SeedForward, y: int, params: dict[str, Tensor], *, julia: bool = False) -> dict[str, Tensor]:
+def post_backward(fw: PostForward, y: int, params: dict[str, Tensor], *, julia: bool = False) -> dict[str, Tensor]:
     """Every gradient of the seed model, in the order the post derives them.
 
     With ``julia=True`` the post's own choices are reproduced: the softmax Jacobian is the
     one of α's first column, applied to every row (its ``α[j]`` is linear indexing).
-    (Its √(d·n) scaling is a forward-pass choice: pass ``scale`` to :func:`seed_forward`.)
+    (Its √(d·n) scaling is a forward-pass choice: pass ``scale`` to :func:`post_forward`.)
     """
     n = fw.x.shape[0]
     onehot = torch.zeros_like(fw.p)
@@ -105,7 +105,7 @@ def seed_backward(fw: SeedForward, y: int, params: dict[str, Tensor], *, julia: 
 
 
 @dataclass(frozen=True)
-class SeedInputs:
+class PostInputs:
     """One sentence as the seed post feeds it to the model."""
 
     tokens: tuple[str, ...]  # the words kept, in order
@@ -114,7 +114,7 @@ class SeedInputs:
     x: Tensor  # (n, E+1) float64: the word vectors with the position index 0, 1, … appended
 
 
-def seed_inputs(text: str, embeddings, *, max_tokens: int = 64) -> SeedInputs:
+def post_inputs(text: str, embeddings, *, max_tokens: int = 64) -> PostInputs:
     """A sentence → the seed model's input x: whitespace tokens, unknown words dropped, position appended.
 
     ``embeddings`` is an :class:`~attention_core.embeddings.Embeddings` (the seed uses GloVe's
@@ -124,7 +124,7 @@ def seed_inputs(text: str, embeddings, *, max_tokens: int = 64) -> SeedInputs:
         → x (n, E+1), n = known words (at most ``max_tokens``).
 
     Example:
-        >>> inp = seed_inputs("very sad as they both fail", load_embeddings(EmbeddingSource(limit=10_000)))
+        >>> inp = post_inputs("very sad as they both fail", load_embeddings(EmbeddingSource(limit=10_000)))
         >>> inp.tokens, tuple(inp.x.shape), inp.x[:, -1].tolist()
         (('very', 'sad', 'as', 'they', 'both', 'fail'), (6, 51), [0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
     """
@@ -135,10 +135,10 @@ def seed_inputs(text: str, embeddings, *, max_tokens: int = 64) -> SeedInputs:
     kept = known[:max_tokens]
     vectors = torch.from_numpy(embeddings.vectors(kept)).double()  # (n, E)
     position = torch.arange(len(kept), dtype=torch.float64)[:, None]  # (n, 1): the post's vcat(x, 0:n-1)
-    return SeedInputs(tuple(kept), unknown, len(known) - len(kept), torch.cat([vectors, position], dim=1))
+    return PostInputs(tuple(kept), unknown, len(known) - len(kept), torch.cat([vectors, position], dim=1))
 
 
-def seed_params_float64(model: torch.nn.Module) -> dict[str, Tensor]:
+def post_params_float64(model: torch.nn.Module) -> dict[str, Tensor]:
     """Detached float64 copies of a seed-shaped model's weights, under the post's names."""
     return {k: v.detach().to(torch.float64).clone() for k, v in post_model_params(model).items()}
 
@@ -151,7 +151,7 @@ class GradientCheck:
     step: str  # the post's section: "cross entropy", "pooling", "feed-forward", … "biases"
     formula: str  # LaTeX, row-major notation of this module
     axes: tuple[str, ...]  # per dimension: class | token | dim (of q, k, v, z) | input (x's features) | row
-    hand: Tensor  # from seed_backward
+    hand: Tensor  # from post_backward
     autograd: Tensor  # from torch.autograd on the post's forward pass
     max_abs_diff: float  # max |hand − autograd|
 
@@ -178,7 +178,7 @@ def _post_graph(x: Tensor, y: int, params: dict[str, Tensor], scale: float) -> t
     return leaves, {"p": p, "f": f, "z": z, "v": v, "alpha": alpha, "e": e, "q": q, "k": k, "loss": loss}
 
 
-# (name, the post's section, formula, axes, key in seed_backward's dict or None, key in autograd's)
+# (name, the post's section, formula, axes, key in post_backward's dict or None, key in autograd's)
 _CHECKS = (
     ("∂L/∂p", "cross entropy", r"\frac{\partial L}{\partial p} = \operatorname{softmax}(p) - y", ("class",), "dL/dlogits", "p"),
     ("∂L/∂f", "pooling", r"\frac{\partial L}{\partial f_i} = \frac{1}{n}\,\frac{\partial L}{\partial p}", ("token", "class"),
@@ -214,15 +214,15 @@ _CHECKS = (
 
 
 def gradient_report(x: Tensor, y: int, params: dict[str, Tensor]) -> list[GradientCheck]:
-    """Every gradient the seed post derives, in its order: :func:`seed_backward` next to autograd.
+    """Every gradient the seed post derives, in its order: :func:`post_backward` next to autograd.
 
-    The hand-written values come from :func:`seed_backward` on :func:`seed_forward`; the
+    The hand-written values come from :func:`post_backward` on :func:`post_forward`; the
     reference is ``torch.autograd`` on the post's own arrangement of the forward pass (a
     feed-forward layer per token, then average pooling), so the two share no code. Use
     float64 inputs and parameters: the differences are then ~1e-17.
 
     Shape:
-        x (n, d), y class index, params as for :func:`seed_forward`
+        x (n, d), y class index, params as for :func:`post_forward`
         → 17 checks; the softmax Jacobian is stacked per row, (n, n, n).
 
     Example:
@@ -235,7 +235,7 @@ def gradient_report(x: Tensor, y: int, params: dict[str, Tensor]) -> list[Gradie
     n, d = x.shape
     scale = 1.0 / math.sqrt(d)
     params = {k: v.detach() for k, v in params.items()}
-    hand = seed_backward(seed_forward(x, y, params), y, params)
+    hand = post_backward(post_forward(x, y, params), y, params)
     hand["dL/df"] = hand["dL/dlogits"].expand(n, -1) / n  # (n, C): pooling spreads ∂L/∂p evenly
 
     leaves, graph = _post_graph(x, y, params, scale)
@@ -317,26 +317,26 @@ def post_code_comparison(x: Tensor, y: int, params: dict[str, Tensor]) -> PostCo
     values: α = [[1]], its first column is its only row, and √(d·n) = √d.
 
     Shape:
-        x (n, d), params as for :func:`seed_forward` → α (n, n), Jacobians (n, n, n) and (n, n).
+        x (n, d), params as for :func:`post_forward` → α (n, n), Jacobians (n, n, n) and (n, n).
     """
     n, d = x.shape
     params = {k: v.detach() for k, v in params.items()}
-    fw = seed_forward(x, y, params)
-    right = seed_backward(fw, y, params)
-    first_column = seed_backward(fw, y, params, julia=True)
+    fw = post_forward(x, y, params)
+    right = post_backward(fw, y, params)
+    first_column = post_backward(fw, y, params, julia=True)
     names = {"dL/dscores": "∂L/∂e", "dL/dQ": "∂L/∂Q", "dL/dK": "∂L/∂K", "dL/dV": "∂L/∂V"}
     jacobian = [Difference(label, right[key], first_column[key]) for key, label in names.items()]
 
     post_scale = 1.0 / math.sqrt(d * n)  # the post's sqrt(length(q)): q is d × n
-    fw_post = seed_forward(x, y, params, scale=post_scale)
-    right_post = seed_backward(fw_post, y, params)
+    fw_post = post_forward(x, y, params, scale=post_scale)
+    right_post = post_backward(fw_post, y, params)
     scale_effect = [Difference("α", fw.alpha, fw_post.alpha)] + [
         Difference(label, right[key], right_post[key]) for key, label in names.items() if key != "dL/dscores"
     ]
 
     # The post's backprop on its own forward pass: first-column Jacobian, and ∂e/∂q = kᵀ, ∂e/∂k = qᵀ
-    # without the 1/√(d·n) its forward pass multiplied by (seed_backward applies it: undo that).
-    post_code = seed_backward(fw_post, y, params, julia=True)
+    # without the 1/√(d·n) its forward pass multiplied by (post_backward applies it: undo that).
+    post_code = post_backward(fw_post, y, params, julia=True)
     backward_scale = [
         Difference(label, right_post[key], post_code[key] / (post_scale if key in ("dL/dQ", "dL/dK") else 1.0))
         for key, label in names.items() if key != "dL/dscores"

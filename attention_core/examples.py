@@ -130,7 +130,7 @@ def normalizations(scores: Tensor, dim: int = -1) -> Normalizations:
     return Normalizations(normalize_by_sum(scores, dim), softmax_naive(scores, dim), softmax_stable(scores, dim))
 
 
-def seed_projections(d_in: int = 3, d_out: int = 2, *, seed: int = TRAINABLE_SEED) -> tuple[Tensor, Tensor, Tensor]:
+def post_projections(d_in: int = 3, d_out: int = 2, *, seed: int = TRAINABLE_SEED) -> tuple[Tensor, Tensor, Tensor]:
     """``W_query``, ``W_key``, ``W_value`` drawn as the post does: ``torch.manual_seed(seed)``, then
     ``torch.rand(d_in, d_out)`` three times. The global random state is left as it was.
 
@@ -176,7 +176,7 @@ def trainable_self_attention(
         >>> [round(z, 4) for z in sa.steps.output[1].tolist()]  # context_vec_2
         [0.3061, 0.821]
     """
-    w_query, w_key, w_value = seed_projections(inputs.shape[-1], d_out, seed=seed)
+    w_query, w_key, w_value = post_projections(inputs.shape[-1], d_out, seed=seed)
     queries, keys, values = inputs @ w_query, inputs @ w_key, inputs @ w_value  # (T, Dk) each
     scale = effective_scale(d_out, scaled=scaled, temperature=temperature)
     steps = attention_steps(queries, keys, values, scale=scale)

@@ -170,10 +170,10 @@ class AttentionClassifier(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
         self.head = nn.Linear(d, cfg.n_classes)
         if cfg.init == "seed":
-            self._seed_init()
+            self._post_init()
         self.head.requires_grad_(not cfg.freeze_head)
 
-    def _seed_init(self) -> None:
+    def _post_init(self) -> None:
         """The seed's ``randn(51, 51)/100`` weights, zero biases, and ``V = K``."""
         with torch.no_grad():
             for module in self.modules():

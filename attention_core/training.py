@@ -139,11 +139,6 @@ class History:
     def examples_per_second(self) -> float:
         return self.examples_seen / self.seconds if self.seconds > 0 else 0.0
 
-    @property
-    def best_epoch(self) -> int | None:
-        """Deprecated name of :attr:`kept_epoch` (the name run files still use for it)."""
-        return self.kept_epoch
-
     def summary(self) -> dict:
         """The figures ``train`` prints, of the epoch whose weights the run keeps."""
         rec = next((e for e in self.epochs if e.epoch == self.kept_epoch), None)

@@ -466,7 +466,7 @@ def bench_accuracy_vs_tfidf(quick: bool) -> Section:
     s.add("attention_train_seconds", h.seconds, "s")
     s.add("attention_run_seconds", r["wall"], "s")
     s.add("attention_epochs", len(h.epochs))
-    s.add("attention_best_epoch", h.best_epoch)
+    s.add("attention_best_epoch", h.kept_epoch)
     s.add("attention_status", h.status)
     s.add("tfidf_val_accuracy", b.accuracy)
     s.add("tfidf_val_macro_f1", b.macro_f1)

@@ -8,11 +8,11 @@ import torch
 from attention_core import load_run
 from attention_core.backprop import (
     gradient_report,
+    post_backward,
     post_code_comparison,
-    seed_backward,
-    seed_forward,
-    seed_inputs,
-    seed_params_float64,
+    post_forward,
+    post_inputs,
+    post_params_float64,
 )
 from attention_core.errors import InputError
 from attention_core.model import AttentionClassifier
@@ -31,14 +31,14 @@ SEED_RUNS = ROOT / "data" / "seed_run"  # the seed preset on small.csv, seed 0: 
 
 
 @st.cache_resource(show_spinner="Loading the seed model…", max_entries=3)
-def seed_model(epochs: int) -> tuple[dict, tuple[str, ...]]:
+def post_model(epochs: int) -> tuple[dict, tuple[str, ...]]:
     """The seed preset's weights (float64) after ``epochs`` on the post's 39 reviews, from the bundled runs: read-only."""
     run = load_run(SEED_RUNS / f"{max(epochs, 100)}_epochs")
     if epochs > 0:
-        return seed_params_float64(run.model), run.label_names
+        return post_params_float64(run.model), run.label_names
     with torch.random.fork_rng():  # the same network before its first step: built as Trainer builds it
         torch.manual_seed(run.train_config.seed)
-        return seed_params_float64(AttentionClassifier(run.model_config)), run.label_names
+        return post_params_float64(AttentionClassifier(run.model_config)), run.label_names
 
 
 # -- inputs ---------------------------------------------------------------------------------------
@@ -48,7 +48,7 @@ model_epochs = c3.radio("Seed-preset model", list(MODELS), index=2, format_func=
                         help="The trained models come with the app (data/seed_run); the untrained model is the same "
                              "network before its first step (torch seed 0, the post's N(0,1)/100 init with V = K).")
 try:
-    params, labels = seed_model(model_epochs)
+    params, labels = post_model(model_epochs)
 except InputError as err:  # a bundled run missing or damaged
     st.error(f"The bundled seed model cannot be loaded: {err.message} — re-create it with "
              "`bash scripts/make_seed_run.sh`.")
@@ -56,14 +56,14 @@ except InputError as err:  # a bundled run missing or damaged
 target = c2.selectbox("Target label y", labels, key="backprop_target")
 y = labels.index(target)
 try:
-    inp = seed_inputs(text, embeddings(10_000))
+    inp = post_inputs(text, embeddings(10_000))
 except InputError as err:
     st.error(f"{err}")
     st.stop()
 tokens = list(inp.tokens)
 checks = gradient_report(inp.x, y, params)
 views.sentence(inp)
-views.prediction(seed_forward(inp.x, y, params), labels, target, inp)
+views.prediction(post_forward(inp.x, y, params), labels, target, inp)
 
 # -- every gradient ----------------------------------------------------------------------------------
 views.gradient_table(checks)
@@ -87,4 +87,4 @@ with tabs[1]:
     views.scale(post, tokens)
 with tabs[2]:
     views.backward_scale(post)
-views.code_behind(seed_forward, seed_backward, gradient_report, post_code_comparison)
+views.code_behind(post_forward, post_backward, gradient_report, post_code_comparison)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from attention_core import encoding, load_embeddings
-from attention_core.backprop import seed_inputs
+from attention_core.backprop import post_inputs
 from attention_core.embeddings import EmbeddingSource
 from attention_core.encoding import TextEncoder, look_up, read_sentence
 from attention_core.errors import EmbeddingError
@@ -41,7 +41,7 @@ def test_every_reader_of_a_sentence_reads_its_words_through_look_up_once(emb, mo
     enc.encode(text)
     enc.encode_for_model(text)
     sentence_vectors(text, emb)
-    seed_inputs(text, load_embeddings(EmbeddingSource(limit=10_000)))
+    post_inputs(text, load_embeddings(EmbeddingSource(limit=10_000)))
     assert calls == [(text, "glove")] * 3 + [(text, "whitespace")]
 
 
@@ -50,7 +50,7 @@ def test_the_readers_agree_on_known_and_unknown_words(emb):
     words = read_sentence(text, emb)
     enc = TextEncoder.build(emb, ["a great movie"], unknown="drop").encode(text)
     vec = sentence_vectors(text, emb)
-    seed = seed_inputs(text, emb)
+    seed = post_inputs(text, emb)
     assert vec.known == words.known_tokens == list(enc.tokens) == ["a", "great", "movie", ",", "fun"]
     assert vec.unknown == words.unknown_tokens == list(enc.unknown) == ["xqzzy", "qqqzz"]
     assert enc.extra_words == (",", "fun")  # known to the vectors, not to the run: read through extra rows
@@ -61,7 +61,7 @@ def test_an_empty_or_unknown_sentence_gets_the_same_errors_everywhere(emb):
     vocab = emb.source.describe()
     enc = TextEncoder.build(emb, ["a great movie"])
     unknown = f"none of the words in 'xqzzy qqqzz' are in the vocabulary ({vocab}) — type an English sentence with common words"
-    for read in (enc.encode_for_model, lambda t: seed_inputs(t, emb), lambda t: read_sentence(t, emb)):
+    for read in (enc.encode_for_model, lambda t: post_inputs(t, emb), lambda t: read_sentence(t, emb)):
         with pytest.raises(EmbeddingError) as err:
             read("xqzzy qqqzz")
         assert str(err.value) == unknown

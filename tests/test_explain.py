@@ -245,7 +245,7 @@ def test_a_word_that_raises_the_class_probability_gets_positive_saliency() -> No
     batch = Batch(ids, ids != 0)
     logits, _ = model(ids)
     assert torch.allclose(logits, torch.tensor([[-3.0, -1.0]], dtype=torch.float64))
-    p_pos = float(torch.softmax(logits, -1)[0, 1])  # σ(2) = 0.881: predicted pos
+    p_pos = float(torch.softmax(logits.detach(), -1)[0, 1])  # σ(2) = 0.881: predicted pos
     # ∂log p(pos)/∂x_great = (1 − p)·(W_pos − W_neg)/T = (1 − p)·(1, 0); × x_great (2, 0)
     sal = token_saliency(model, batch)  # the predicted class by default
     assert sal.tolist() == pytest.approx([2 * (1 - p_pos), 0.0], abs=1e-12)

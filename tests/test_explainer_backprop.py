@@ -11,7 +11,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attention_core import EmbeddingSource, Run, Trainer, load_dataset, load_embeddings, preset
-from attention_core.backprop import gradient_report, post_code_comparison, seed_forward, seed_inputs, seed_params_float64
+from attention_core.backprop import gradient_report, post_code_comparison, post_forward, post_inputs, post_params_float64
 from attention_core.errors import EmbeddingError, RunError
 from tests.apptest_helpers import array
 from tests.apptest_helpers import chart as figure
@@ -49,8 +49,8 @@ def sharp_params(seed: int, d: int = 51, c: int = 3, size: float = 0.3) -> dict[
 @pytest.mark.parametrize(("sentence", "y"), [(s, i % 3) for i, s in enumerate(SENTENCES)])
 @pytest.mark.parametrize("weights", ["trained", "sharp"])
 def test_every_hand_written_gradient_matches_autograd(emb, trained, sentence, y, weights):
-    x = seed_inputs(sentence, emb).x
-    params = seed_params_float64(trained.model) if weights == "trained" else sharp_params(len(sentence))
+    x = post_inputs(sentence, emb).x
+    params = post_params_float64(trained.model) if weights == "trained" else sharp_params(len(sentence))
     checks = gradient_report(x, y, params)
     assert [c.name for c in checks] == POST_ORDER
     n = x.shape[0]
@@ -65,23 +65,23 @@ def test_every_hand_written_gradient_matches_autograd(emb, trained, sentence, y,
 
 
 def test_seed_inputs_are_what_the_model_reads(emb, trained):
-    inp = seed_inputs("Very sad as xqzzy they both fail", emb)
+    inp = post_inputs("Very sad as xqzzy they both fail", emb)
     assert inp.tokens == ("very", "sad", "as", "they", "both", "fail") and inp.unknown == ("xqzzy",)
     assert inp.x.shape == (6, 51) and inp.x.dtype == torch.float64
     assert inp.x[:, -1].tolist() == [0, 1, 2, 3, 4, 5]
     # The page's forward pass gives the probabilities the trained model predicts.
-    fw = seed_forward(inp.x, 0, seed_params_float64(trained.model))
+    fw = post_forward(inp.x, 0, post_params_float64(trained.model))
     predicted = trained.predict("very sad as they both fail").probabilities
     assert fw.p.tolist() == pytest.approx(list(predicted.values()), abs=1e-5)
     with pytest.raises(EmbeddingError, match="none of the words"):
-        seed_inputs("xqzzy qqqzz", emb)
+        post_inputs("xqzzy qqqzz", emb)
     for empty in ("", "  "):
         with pytest.raises(EmbeddingError, match="the sentence is empty"):
-            seed_inputs(empty, emb)
+            post_inputs(empty, emb)
 
 
 def test_the_posts_code_differs_from_the_correct_gradient(emb):
-    x = seed_inputs("very sad as they both fail", emb).x
+    x = post_inputs("very sad as they both fail", emb).x
     post = post_code_comparison(x, 0, sharp_params(1))
     a = {r.name: r for r in post.jacobian}
     assert a["∂L/∂e"].max_abs > 1e-6 and a["∂L/∂Q"].max_abs > 1e-6 and a["∂L/∂K"].max_abs > 1e-6
@@ -96,14 +96,14 @@ def test_the_posts_code_differs_from_the_correct_gradient(emb):
 
 
 def test_the_posts_code_agrees_where_it_must(emb):
-    one_word = seed_inputs("great", emb).x
+    one_word = post_inputs("great", emb).x
     post = post_code_comparison(one_word, 2, sharp_params(2))
     for diff in post.jacobian + post.scale_effect + post.backward_scale:
         assert diff.max_abs == 0.0, diff.name  # α = [[1]]: its first column is its only row; √(d·1) = √d
     # Identical rows of α (zero queries: uniform attention): the first column's Jacobian is every row's.
     params = sharp_params(3)
     params["Q"], params["Qb"] = torch.zeros(51, 51, dtype=torch.float64), torch.zeros(51, dtype=torch.float64)
-    post = post_code_comparison(seed_inputs("very sad as they both fail", emb).x, 1, params)
+    post = post_code_comparison(post_inputs("very sad as they both fail", emb).x, 1, params)
     assert max(d.max_abs for d in post.jacobian) <= 1e-15
 
 
@@ -164,12 +164,12 @@ def test_backprop_page_shows_the_seed_preset_from_the_bundled_runs_without_train
     """The page's three models are the seed preset's on small.csv (seed 0) before training, after 100 and after
     1000 epochs, as a fresh training makes them; the server loads them from data/seed_run and trains nothing."""
     data = load_dataset((ROOT / "data" / "small.csv").read_bytes(), name="small.csv", is_known=emb.__contains__)
-    x = seed_inputs("very sad as they both fail", emb).x
+    x = post_inputs("very sad as they both fail", emb).x
     expected = {}
     for epochs in (0, 100, 1000):
         trainer = Trainer(*preset("seed", epochs=max(epochs, 1)), data, emb)
-        params = seed_params_float64(trainer.model if epochs == 0 else trainer.run().model)
-        expected[epochs] = seed_forward(x, 0, params)
+        params = post_params_float64(trainer.model if epochs == 0 else trainer.run().model)
+        expected[epochs] = post_forward(x, 0, params)
 
     def no_training(self, *args, **kwargs):
         raise AssertionError("the page trained a model in the server")

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from attention_core.backprop import Difference, GradientCheck, PostCodeComparison, SeedForward, SeedInputs
+from attention_core.backprop import Difference, GradientCheck, PostCodeComparison, PostForward, PostInputs
 from ui import figures
 from ui.explainer_views import charts_side_by_side, numbers
 
@@ -26,7 +26,7 @@ NOTES = {
 }
 
 
-def sentence(inp: SeedInputs) -> None:
+def sentence(inp: PostInputs) -> None:
     """The tokens the model reads, and the words it dropped or cut."""
     st.markdown("**Tokens** (whitespace split, words outside GloVe's top 10,000 dropped, as in the post): "
                 + " ".join(f":blue-background[{t}]" for t in inp.tokens))
@@ -35,7 +35,7 @@ def sentence(inp: SeedInputs) -> None:
                                              f"cut after 64 words: {inp.truncated}" if inp.truncated else ""])))
 
 
-def prediction(forward: SeedForward, labels: Sequence[str], target: str, inp: SeedInputs) -> None:
+def prediction(forward: PostForward, labels: Sequence[str], target: str, inp: PostInputs) -> None:
     """The model's probabilities and its loss for the target label."""
     left, right = st.columns([2, 1], gap="large")
     with left:
@@ -49,7 +49,7 @@ def prediction(forward: SeedForward, labels: Sequence[str], target: str, inp: Se
 def gradient_table(checks: list[GradientCheck]) -> None:
     """Every gradient, hand-written against autograd, in the post's order."""
     st.header("Every gradient, by hand and by autograd")
-    st.caption("In the post's order, from the loss back to the weights. *hand* = `seed_backward`, the hand-written backward "
+    st.caption("In the post's order, from the loss back to the weights. *hand* = `post_backward`, the hand-written backward "
                "pass; *autograd* = `torch.autograd` on the post's forward pass. The post calls the pooled 3-vector p both "
                "before and after its softmax; ∂L/∂p is the gradient before it.")
     numbers({
@@ -64,7 +64,7 @@ def gradient_table(checks: list[GradientCheck]) -> None:
                "(float64 rounding).", icon=":material/check_circle:")
 
 
-def gradient_pair(pick: GradientCheck, row: int | None, labels: Sequence[str], inp: SeedInputs) -> None:
+def gradient_pair(pick: GradientCheck, row: int | None, labels: Sequence[str], inp: PostInputs) -> None:
     """One gradient, hand-written and by autograd, side by side (``row``: which row's softmax Jacobian)."""
     n_features = inp.x.shape[1]
     axis_labels = {"class": list(labels), "token": list(inp.tokens), "dim": [str(i + 1) for i in range(n_features)],
@@ -75,7 +75,7 @@ def gradient_pair(pick: GradientCheck, row: int | None, labels: Sequence[str], i
     st.latex(pick.formula)
     rows, cols = (axis_labels[axes[0]], axis_labels[axes[1]]) if len(axes) == 2 else ([pick.name], axis_labels[axes[0]])
     lim = float(np.abs(hand).max())
-    charts_side_by_side(("**hand-written** (`seed_backward`)", figures.gradient_heatmap(hand, rows, cols, zmax=lim),
+    charts_side_by_side(("**hand-written** (`post_backward`)", figures.gradient_heatmap(hand, rows, cols, zmax=lim),
                          "backprop_hand"),
                         ("**autograd**", figures.gradient_heatmap(auto, rows, cols, zmax=lim), "backprop_autograd"))
     st.caption(f"{pick.name}: max |hand − autograd| = {pick.max_abs_diff:.1e} over all {pick.hand.numel():,} entries. "
