@@ -69,15 +69,12 @@ ORPHAN_AFTER = float(os.environ.get("ATTENTION_PLAYGROUND_ORPHAN_AFTER", 90))
 HEARTBEAT_EVERY = 1.0  # the page sends at most one heartbeat a second
 KEEPALIVE_EVERY = min(5.0, ORPHAN_AFTER / 4)  # seconds between heartbeats from a page not watching the job
 HOST_START_TIMEOUT = 120.0  # importing torch on a busy machine
-# Torch threads per training job. 1 by default: with the page open, the browser redrawing the
-# live charts uses ~0.35-0.5 of a core here, and two OpenMP threads beside it (or beside other
-# learners' jobs) collapse 3-20x. 0 = choose by measuring while training
-# (attention_core.threads.ThreadTuner): ~35 % faster for a lone job nobody watches, ~25 % slower
-# for four jobs side by side (its trials of 2 threads slow every job).
+# Torch threads per training job. 1: beside a browser drawing the live view, or beside other
+# learners' jobs, two OpenMP threads collapse. 0 = choose by measuring while training
+# (attention_core.threads.ThreadTuner), faster for a lone unwatched job. Measured in benchmarks/README.md.
 JOB_THREADS = int(os.environ.get("ATTENTION_PLAYGROUND_JOB_THREADS", 1))
-# Scheduling priority of the training processes (nice). 0 by default: at 10, four learners'
-# browsers on the same two cores starved four trainings to ~150 examples/s each, and the
-# server answered no faster (health stayed < 10 ms beside four busy processes at nice 0).
+# Scheduling priority of the training processes (nice). 0: a higher nice let the learners' browsers
+# starve the trainings without making the server answer faster (benchmarks/README.md).
 JOB_NICE = int(os.environ.get("ATTENTION_PLAYGROUND_JOB_NICE", 0))
 # Seconds between redraws of a watched job's live view while at most FULL_RATE_JOBS jobs train
 # on this server (2.5 a second); see live_refresh_seconds.
