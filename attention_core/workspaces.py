@@ -1,0 +1,251 @@
+"""Private workspaces: whose runs folder a visitor reads and writes.
+
+On one's own machine (the default) the workspace is the runs root itself, as it always was. On a
+shared server (``ATTENTION_PLAYGROUND_SHARED=1``) every visitor has a folder of their own::
+
+    <root>/workspaces/<key>/    a visitor's runs; key = a digest of their token or signed-in identity
+    <root>/published/<name>/    a copy of a run the teacher published, read-only to learners
+    <root>/published/.<name>.json   who published it: the author workspace's label (never a token)
+
+A token is a random ``secrets.token_urlsafe(16)`` (128 bits) held in the visitor's link; only its
+digest reaches the file system. A token that is malformed gives a new workspace, and an unknown
+one an empty workspace: neither is an error, and no token lists another's runs. Every run name
+from a visitor goes through :func:`attention_core.runs.check_run_name`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from attention_core.errors import InputError
+from attention_core.runs import OWN_FILES, check_run_name, delete_run, list_runs
+
+SHARED_ENV = "ATTENTION_PLAYGROUND_SHARED"
+RUNS_ENV = "ATTENTION_PLAYGROUND_RUNS"
+TEACHER_ENV = "ATTENTION_PLAYGROUND_TEACHER_TOKEN"
+CAP_ENV = "ATTENTION_PLAYGROUND_WORKSPACE_MB"
+LOCAL_KEY = "local"  # the key of the one workspace on one's own machine
+TOKEN_BYTES = 16  # 128 bits
+TOKEN_PATTERN = re.compile(r"[A-Za-z0-9_-]{22}")  # what token_urlsafe(16) makes, and nothing else
+KEY_LENGTH = 32  # hex digits of sha256 kept: 128 bits
+WORKSPACES = "workspaces"
+PUBLISHED = "published"
+MB = 1024 * 1024
+
+
+class WorkspaceError(InputError):
+    """A workspace action that cannot be done: a full workspace, a run that cannot be published."""
+
+
+def new_token() -> str:
+    """A new workspace token: 128 random bits, URL-safe (22 characters)."""
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def is_token(value: object) -> bool:
+    """Whether ``value`` has the exact form of a token made by :func:`new_token`."""
+    return isinstance(value, str) and TOKEN_PATTERN.fullmatch(value) is not None
+
+
+def _digest(kind: str, *parts: str) -> str:
+    data = "\0".join((kind, *parts)).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()[:KEY_LENGTH]
+
+
+def token_key(token: str) -> str:
+    """The workspace key of a well-formed token (its digest: the token never reaches the disk)."""
+    assert is_token(token)
+    return _digest("token", token)
+
+
+def user_key(issuer: str, subject: str) -> str:
+    """The workspace key of a signed-in user: a digest of their identity provider and subject."""
+    return _digest("oidc", issuer, subject)
+
+
+def is_teacher(given: str | None, teacher_token: str | None) -> bool:
+    """Whether ``given`` is the teacher token (compared in constant time); never without one set."""
+    if not teacher_token or not given:
+        return False
+    return hmac.compare_digest(given.encode("utf-8", "replace"), teacher_token.encode("utf-8", "replace"))
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """One visitor's workspace: where their runs live and the label a published run shows."""
+
+    key: str  # LOCAL_KEY locally; a KEY_LENGTH-hex digest in shared mode
+    runs_dir: Path  # created when the first run is saved
+    label: str  # shown beside runs they publish
+
+
+@dataclass(frozen=True)
+class PublishedRun:
+    """A run the teacher published: read-only to learners."""
+
+    name: str
+    path: Path
+    label: str  # the author workspace's label
+
+
+def _cap_from(value: str | None) -> float | None:
+    if value is None or not value.strip():
+        return None
+    try:
+        cap = float(value)
+    except ValueError:
+        cap = -1.0
+    if not cap > 0:
+        raise WorkspaceError(f"{CAP_ENV}={value[:20]!r} is not a size in MB", "set a positive number, e.g. 200, or unset it")
+    return cap
+
+
+def _env_flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+class WorkspaceStore:
+    """The workspaces under one runs root.
+
+    Example:
+        >>> store = WorkspaceStore("runs", shared=True)  # doctest: +SKIP
+        >>> workspace, token = store.for_token(None)      # a new visitor: a new token
+    """
+
+    def __init__(self, root: str | os.PathLike, *, shared: bool = False, cap_mb: float | None = None) -> None:
+        self.root = Path(root)
+        self.shared = shared
+        self.cap_bytes = None if cap_mb is None else int(cap_mb * MB)
+
+    @classmethod
+    def from_env(cls, default_root: str | os.PathLike, env: Mapping[str, str] | None = None, *,
+                 shared: bool | None = None) -> WorkspaceStore:
+        """The store the environment describes: root ``$ATTENTION_PLAYGROUND_RUNS`` (else
+        ``default_root``), shared mode ``$ATTENTION_PLAYGROUND_SHARED`` (or ``shared`` given, e.g.
+        from the app's config), the cap ``$ATTENTION_PLAYGROUND_WORKSPACE_MB``."""
+        env = os.environ if env is None else env
+        on = _env_flag(env.get(SHARED_ENV)) or bool(shared)
+        return cls(env.get(RUNS_ENV) or default_root, shared=on, cap_mb=_cap_from(env.get(CAP_ENV)))
+
+    @property
+    def published_dir(self) -> Path:
+        return self.root / PUBLISHED
+
+    def local(self) -> Workspace:
+        """The one workspace on one's own machine: the runs root itself."""
+        assert not self.shared, "a shared server has no workspace without a visitor"
+        return Workspace(LOCAL_KEY, self.root, "local")
+
+    def for_token(self, token: str | None) -> tuple[Workspace, str]:
+        """The workspace of ``token`` and the token to keep: ``token`` itself if well-formed, else a new one."""
+        if not is_token(token):
+            token = new_token()
+        key = token_key(token)
+        return Workspace(key, self.root / WORKSPACES / key, f"learner {key[:6]}"), token
+
+    def for_user(self, issuer: str, subject: str, label: str) -> Workspace:
+        """The workspace of a signed-in user, labelled with their name or e-mail."""
+        key = user_key(issuer, subject)
+        return Workspace(key, self.root / WORKSPACES / key, label.strip()[:80] or f"user {key[:6]}")
+
+    # -- disk space ---------------------------------------------------------------------------
+
+    def usage(self, workspace: Workspace) -> int:
+        """Bytes of the runs in ``workspace`` (links are not followed)."""
+        return sum(_folder_bytes(p) for p in list_runs(workspace.runs_dir))
+
+    def check_space(self, workspace: Workspace, adding: int = 0) -> None:
+        """Raise a ``WorkspaceError`` saying what to delete if ``adding`` more bytes would pass the cap."""
+        if self.cap_bytes is None:
+            return
+        runs = sorted(((_folder_bytes(p), p.name) for p in list_runs(workspace.runs_dir)), reverse=True)
+        used = sum(size for size, _ in runs)
+        if used + adding <= self.cap_bytes:
+            return
+        largest = ", ".join(f"'{name}' ({size / MB:.1f} MB)" for size, name in runs[:3])
+        hint = f"delete runs you no longer need on the Train page, e.g. {largest}" if runs else "ask the teacher to raise the limit"
+        raise WorkspaceError(f"your workspace holds {used / MB:.1f} MB of runs, and its limit is "
+                             f"{self.cap_bytes / MB:.0f} MB", hint)
+
+    # -- published runs -----------------------------------------------------------------------
+
+    def published_runs(self) -> list[PublishedRun]:
+        """Runs the teacher published, newest first, each with its author's label."""
+        out = []
+        for path in list_runs(self.published_dir):
+            label = _read_label(self.published_dir / f".{path.name}.json")
+            out.append(PublishedRun(path.name, path, label))
+        return out
+
+    def publish(self, workspace: Workspace, name: str) -> PublishedRun:
+        """Copy the run ``name`` of ``workspace`` to the published runs, with the workspace's label.
+
+        Only a run's own regular files are copied; a link, a missing run or a name already
+        published is refused with a ``WorkspaceError`` and nothing is written.
+        """
+        check_run_name(name)
+        source = workspace.runs_dir / name
+        if source.is_symlink() or not source.is_dir() or not (source / "config.json").is_file():
+            raise WorkspaceError(f"there is no run named {name!r} in your workspace", "pick one from the list")
+        files = [source / f for f in OWN_FILES if (source / f).exists() or (source / f).is_symlink()]
+        linked = [f.name for f in files if f.is_symlink() or not f.is_file()]
+        if linked:
+            raise WorkspaceError(f"{name!r} holds {', '.join(linked)} as a link or a folder", "publish a run saved by the app")
+        self.published_dir.mkdir(parents=True, exist_ok=True)
+        target = self.published_dir / name
+        if target.exists() or target.is_symlink():
+            raise WorkspaceError(f"a run named {name!r} is published already", "unpublish it first, or rename your run")
+        tmp = Path(tempfile.mkdtemp(prefix=".publishing-", dir=self.published_dir))
+        try:
+            for f in files:
+                shutil.copyfile(f, tmp / f.name, follow_symlinks=False)
+            os.chmod(tmp, 0o755)
+            target.mkdir()  # the claim: fails if another publish of the same name came first
+            tmp.rename(target)
+            (self.published_dir / f".{name}.json").write_text(json.dumps({"label": workspace.label}))
+        except FileExistsError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise WorkspaceError(f"a run named {name!r} is published already", "unpublish it first, or rename your run") from None
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return PublishedRun(name, target, workspace.label)
+
+    def unpublish(self, name: str) -> None:
+        """Remove the published copy ``name`` (the author's own run stays in their workspace)."""
+        check_run_name(name)
+        path = self.published_dir / name
+        if path.is_symlink() or not path.is_dir() or not (path / "config.json").is_file():
+            raise WorkspaceError(f"no published run is named {name!r}", "pick one from the list")
+        delete_run(self.published_dir, name)  # its checks: only a run's own files are removed
+        (self.published_dir / f".{name}.json").unlink(missing_ok=True)
+
+    def is_published(self, path: str | os.PathLike) -> bool:
+        """Whether ``path`` is a published run (read-only to learners)."""
+        return Path(path).parent.resolve() == self.published_dir.resolve()
+
+
+def _folder_bytes(path: Path) -> int:
+    total = 0
+    for entry in os.scandir(path):
+        if entry.is_file(follow_symlinks=False):
+            total += entry.stat(follow_symlinks=False).st_size
+    return total
+
+
+def _read_label(path: Path) -> str:
+    try:
+        label = json.loads(path.read_text()).get("label")
+    except (OSError, ValueError, AttributeError):
+        label = None
+    return label if isinstance(label, str) and label else "unknown author"
