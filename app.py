@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import background
+from ui import background, workspace_views
 from ui.home import home
 from ui.navigation import PAGE_FILES
 from ui.server import configure_server
@@ -22,5 +22,6 @@ PAGES = [
     *(st.Page(p.path, title=p.title, url_path=p.url_path) for p in PAGE_FILES),
 ]
 page = st.navigation(PAGES)
+workspace_views.sidebar()  # shared mode: the private link to come back, the teacher's Publish (locally: nothing)
 background.keep_alive({p.url_path: p for p in PAGES}, page.url_path)  # trainings going on while another page is read
 page.run()

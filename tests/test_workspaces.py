@@ -40,6 +40,17 @@ def names(paths) -> set[str]:
     return {p.name for p in paths}
 
 
+def two_workspaces(root: Path):
+    """A shared store over ``root`` and two new visitors' workspaces."""
+    store = WorkspaceStore(root, shared=True)
+    return store, store.for_token(None)[0], store.for_token(None)[0]
+
+
+def disk_text(root: Path) -> list[str]:
+    """Every path under ``root`` and the text of every JSON file there."""
+    return [str(p) for p in root.rglob("*")] + [p.read_text(errors="ignore") for p in root.rglob("*.json")]
+
+
 def test_local_mode_is_the_runs_root_as_today(tmp_path):
     store = WorkspaceStore.from_env("unused", {"ATTENTION_PLAYGROUND_RUNS": str(tmp_path)})
     assert not store.shared
@@ -86,14 +97,11 @@ def test_a_token_keeps_its_workspace_and_never_reaches_the_disk(tmp_path):
     assert same == token and again == a and names(list_runs(again.runs_dir)) == {"kept"}
     assert len(a.key) == KEY_LENGTH and a.key == token_key(token) and all(c in "0123456789abcdef" for c in a.key)
     assert a.runs_dir == tmp_path / "workspaces" / a.key
-    on_disk = [str(p) for p in tmp_path.rglob("*")] + [p.read_text(errors="ignore") for p in tmp_path.rglob("*.json")]
-    assert not any(token in s for s in on_disk)
+    assert not any(token in s for s in disk_text(tmp_path))
 
 
 def test_workspaces_are_isolated(tmp_path):
-    store = WorkspaceStore(tmp_path, shared=True)
-    a, _ = store.for_token(None)
-    b, _ = store.for_token(None)
+    store, a, b = two_workspaces(tmp_path)
     put_run(a.runs_dir, "a-secret")
     put_run(b.runs_dir, "b-own")
     assert names(list_runs(a.runs_dir)) == {"a-secret"}
@@ -129,15 +137,12 @@ def test_a_published_run_shows_the_authors_label_and_never_the_token(tmp_path):
     assert (listed.name, listed.label) == ("demo", teacher.label)
     load_run(listed.path)  # a whole run, which loads
     assert store.is_published(listed.path) and not store.is_published(teacher.runs_dir / "demo")
-    everything = [str(p) for p in tmp_path.rglob("*")] + [p.read_text(errors="ignore") for p in tmp_path.rglob("*.json")]
-    assert not any(token in s for s in everything)
+    assert not any(token in s for s in disk_text(tmp_path))
     assert (teacher.runs_dir / "demo").is_dir()  # a copy: the author keeps theirs
 
 
 def test_learners_cannot_change_a_published_run(tmp_path):
-    store = WorkspaceStore(tmp_path, shared=True)
-    teacher, _ = store.for_token(None)
-    learner, _ = store.for_token(None)
+    store, teacher, learner = two_workspaces(tmp_path)
     put_run(teacher.runs_dir, "demo")
     store.publish(teacher, "demo")
     assert list_runs(learner.runs_dir) == []  # not in their own runs, where rename and delete act
@@ -150,9 +155,7 @@ def test_learners_cannot_change_a_published_run(tmp_path):
 
 
 def test_publishing_refuses_a_name_taken_a_link_or_a_missing_run(tmp_path):
-    store = WorkspaceStore(tmp_path, shared=True)
-    a, _ = store.for_token(None)
-    b, _ = store.for_token(None)
+    store, a, b = two_workspaces(tmp_path)
     put_run(a.runs_dir, "demo")
     put_run(b.runs_dir, "demo")
     store.publish(a, "demo")
@@ -239,9 +242,7 @@ def test_a_bad_cap_setting_is_a_clear_error(tmp_path, value):
 
 
 def test_a_planted_link_to_another_workspace_is_not_listed(tmp_path):
-    store = WorkspaceStore(tmp_path, shared=True)
-    a, _ = store.for_token(None)
-    b, _ = store.for_token(None)
+    store, a, b = two_workspaces(tmp_path)
     put_run(a.runs_dir, "a-secret")
     b.runs_dir.mkdir(parents=True)
     os.symlink(a.runs_dir / "a-secret", b.runs_dir / "peek")

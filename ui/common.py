@@ -1,4 +1,4 @@
-"""Streamlit helpers shared by the pages: cached resources, the runs folder, the active run."""
+"""Streamlit helpers shared by the pages: cached resources, the visitor's workspace and runs folder, the active run."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import streamlit as st
 from attention_core import Embeddings, EmbeddingSource, Run, load_embeddings, load_run
 from attention_core.errors import EmbeddingError, InputError
 from attention_core.runs import list_runs, relink_embeddings, run_stamp
+from attention_core.workspaces import TEACHER_ENV, PublishedRun, Workspace, WorkspaceStore, is_teacher, is_token
 from ui.preview import BUNDLED_NAME, DEFAULT_RUN, EXAMPLES, ROOT  # noqa: F401 — re-exported for the pages
 from ui.state import kept  # noqa: F401 — re-exported for the pages
 
@@ -19,11 +20,100 @@ BUNDLED_DATA = {
 }
 
 
+TOKEN_PARAM = "w"  # the query parameter holding a visitor's workspace token (shared mode)
+TEACHER_PARAM = "teacher"  # the query parameter holding the teacher token
+
+
+def _secret(name: str) -> object | None:
+    """``name`` from ``.streamlit/secrets.toml``, or None (also when there is no such file)."""
+    try:
+        return st.secrets.get(name)
+    except FileNotFoundError:  # Streamlit's "no secrets file" error is one
+        return None
+
+
+def workspace_store() -> WorkspaceStore:
+    """The workspaces under the runs root (``$ATTENTION_PLAYGROUND_RUNS`` or ``./runs``); shared mode
+    by ``$ATTENTION_PLAYGROUND_SHARED=1`` or ``shared = true`` in secrets.toml. Raises
+    ``WorkspaceError`` for a malformed ``$ATTENTION_PLAYGROUND_WORKSPACE_MB``."""
+    return WorkspaceStore.from_env(ROOT / "runs", shared=_secret("shared") is True)
+
+
+def _signed_in_user() -> tuple[str, str, str] | None:
+    """(issuer, subject, name or e-mail) of a visitor signed in with ``st.login``, else None."""
+    try:
+        user = st.user
+        if not user.get("is_logged_in"):
+            return None
+        issuer, subject = user.get("iss"), user.get("sub")
+        label = user.get("name") or user.get("email") or ""
+    except (AttributeError, KeyError, RuntimeError):  # no sign-in configured
+        return None
+    return (str(issuer), str(subject), str(label)) if issuer and subject else None
+
+
+def current_workspace() -> Workspace:
+    """The visitor's workspace: the runs root locally; in shared mode the signed-in user's, or the
+    one of the token in the address (``?w=…``), a new one (put into the address) without a valid one."""
+    store = workspace_store()
+    if not store.shared:
+        return store.local()
+    user = _signed_in_user()
+    if user is not None:
+        return store.for_user(*user)
+    given = st.query_params.get(TOKEN_PARAM)
+    if not is_token(given):  # none or malformed: this tab's own, else a new one
+        given = st.session_state.get("workspace_token")
+    workspace, token = store.for_token(given)
+    st.session_state["workspace_token"] = token
+    if st.query_params.get(TOKEN_PARAM) != token:
+        st.query_params[TOKEN_PARAM] = token  # the private link: a reload opens the same workspace
+    return workspace
+
+
+def workspace_key() -> str:
+    """'local' on one's own machine; the visitor's workspace key (a digest, not the token) when shared."""
+    return current_workspace().key
+
+
+def workspace_token() -> str | None:
+    """The token of this tab's workspace (shared mode, not signed in), for its private link."""
+    return st.session_state.get("workspace_token") if workspace_store().shared and _signed_in_user() is None else None
+
+
+def is_teacher_visitor() -> bool:
+    """Whether this tab holds the teacher token (``?teacher=…``, checked against
+    ``$ATTENTION_PLAYGROUND_TEACHER_TOKEN`` or ``teacher_token`` in secrets.toml). The token is taken
+    out of the address once read (class screens are shared); the tab keeps the role."""
+    if not workspace_store().shared:
+        return False
+    given = st.query_params.get(TEACHER_PARAM)
+    if given is not None:
+        expected = os.environ.get(TEACHER_ENV) or _secret("teacher_token")
+        st.session_state["workspace_teacher"] = is_teacher(given, expected if isinstance(expected, str) else None)
+        del st.query_params[TEACHER_PARAM]
+    return bool(st.session_state.get("workspace_teacher", False))
+
+
 def runs_dir() -> Path:
-    """Where trained runs are saved: ``$ATTENTION_PLAYGROUND_RUNS`` or ``./runs``."""
-    path = Path(os.environ.get("ATTENTION_PLAYGROUND_RUNS", ROOT / "runs"))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """Where the visitor's runs are saved: the runs root locally (created here), their workspace
+    folder in shared mode (created when their first run is saved)."""
+    workspace = current_workspace()
+    if workspace_store().shared:
+        return workspace.runs_dir
+    workspace.runs_dir.mkdir(parents=True, exist_ok=True)
+    return workspace.runs_dir
+
+
+def published_runs() -> list[PublishedRun]:
+    """Runs the teacher published (shared mode; none locally)."""
+    store = workspace_store()
+    return store.published_runs() if store.shared else []
+
+
+def published_choice(run: PublishedRun) -> str:
+    """A published run's name in the model picker (no run's own name can look like it)."""
+    return f"📌 {run.name} — by {run.label}"
 
 
 @st.cache_resource(show_spinner="Loading word vectors…")
@@ -41,10 +131,13 @@ def default_run() -> Run:
 
 
 def run_choices() -> dict[str, Path]:
-    """Display name → run directory: the bundled model first, then the user's runs, newest first."""
+    """Display name → run directory: the bundled model first, then the visitor's runs, newest first,
+    then the published runs (shared mode)."""
     choices = {BUNDLED_NAME: DEFAULT_RUN}
     for path in list_runs(runs_dir()):
         choices[f"{path.name}"] = path
+    for run in published_runs():
+        choices[published_choice(run)] = run.path
     return choices
 
 

@@ -1,0 +1,117 @@
+"""AppTest of the app in shared mode (private workspaces by a link) and in local mode (unchanged)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attention_core.workspaces import WorkspaceStore, is_token
+
+TIMEOUT = 90
+ROOT = Path(__file__).resolve().parents[1]
+TEACHER = "teacher-secret-for-tests"
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_SHARED", "1")
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_TEACHER_TOKEN", TEACHER)
+    return tmp_path / "runs"
+
+
+def visit(**query: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update(query)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def token_of(at: AppTest) -> str:
+    value = at.query_params["w"]
+    token = value[0] if isinstance(value, list) else value
+    assert is_token(token)
+    return token
+
+
+def put_run(root: Path, token: str, name: str) -> None:
+    """A run saved in the workspace of ``token`` (the bundled run's files)."""
+    workspace, _ = WorkspaceStore(root, shared=True).for_token(token)
+    workspace.runs_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(ROOT / "data" / "default_run", workspace.runs_dir / name)
+
+
+def models(at: AppTest) -> list[str]:
+    return list(at.selectbox(key="home_run").options)
+
+
+def test_two_visitors_never_see_each_others_runs_and_a_reload_keeps_them(root):
+    a = visit()
+    token_a = token_of(a)
+    assert any("keep this link" in c.value for c in a.caption)
+    assert any(f"?w={token_a}" in c.value for c in a.code)
+    put_run(root, token_a, "a-secret")
+    b = visit()
+    token_b = token_of(b)
+    put_run(root, token_b, "b-own")
+    assert token_b != token_a
+    assert "a-secret" in models(a.run()) and "b-own" not in models(a)
+    assert "b-own" in models(b.run()) and "a-secret" not in models(b)
+    again = visit(w=token_a)  # a reload, or the link opened later (nothing of A's is kept in memory)
+    assert token_of(again) == token_a and "a-secret" in models(again) and "b-own" not in models(again)
+
+
+@pytest.mark.parametrize("bad", ["../../etc", "x" * 300, "short", "a" * 21 + "/"])
+def test_a_malformed_token_is_a_fresh_workspace_not_an_error(root, bad):
+    a = visit()
+    put_run(root, token_of(a), "a-secret")
+    fresh = visit(w=bad)
+    assert not fresh.error
+    token = token_of(fresh)
+    assert token != bad and token != token_of(a)
+    assert models(fresh) == [models(fresh)[0]]  # only the bundled model
+    assert [p.name for p in (root / "workspaces").iterdir()] == [WorkspaceStore(root, shared=True).for_token(token_of(a))[0].key]
+
+
+def test_a_published_run_shows_for_others_read_only_with_the_authors_label(root):
+    teacher = visit(teacher=TEACHER)
+    token_t = token_of(teacher)
+    assert "teacher" not in teacher.query_params  # taken out of the address once read
+    put_run(root, token_t, "demo")
+    teacher.run()
+    assert teacher.selectbox(key="workspace_publish_pick").options == ["demo"]
+    teacher.button(key="workspace_publish").click().run()
+    assert not teacher.exception and any("Published" in s.value for s in teacher.success)
+    label = WorkspaceStore(root, shared=True).for_token(token_t)[0].label
+    shown = f"📌 demo — by {label}"
+    learner = visit()
+    assert shown in models(learner) and "demo" not in models(learner)
+    assert token_t not in shown
+    assert not [b for b in learner.button if b.key and b.key.startswith("workspace_")]  # no Publish / Unpublish
+    learner.selectbox(key="home_run").set_value(shown).run()
+    assert not learner.exception and learner.subheader[0].value.startswith("Prediction: ")
+    assert WorkspaceStore(root, shared=True).for_token(token_of(learner))[0].runs_dir.exists() is False  # nothing of theirs
+    teacher.button(key="workspace_unpublish_demo").click().run()
+    assert shown not in models(learner.run())
+
+
+def test_a_wrong_teacher_token_gives_no_teacher_panel(root):
+    at = visit(teacher="not-the-token")
+    assert "teacher" not in at.query_params
+    assert not [e for e in at.expander if "Teacher" in e.label]
+    assert [e for e in visit(teacher=TEACHER).expander if "Teacher" in e.label]
+
+
+def test_local_mode_shows_no_link_and_keeps_the_address(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(tmp_path / "runs"))
+    monkeypatch.delenv("ATTENTION_PLAYGROUND_SHARED", raising=False)
+    shutil.copytree(ROOT / "data" / "default_run", tmp_path / "runs" / "mine")
+    at = visit()
+    assert "w" not in at.query_params and not at.code
+    assert not any("keep this link" in c.value for c in at.caption)
+    assert "mine" in models(at)
+    assert not (tmp_path / "runs" / "workspaces").exists()

@@ -1,0 +1,99 @@
+"""The visitor's workspace in the sidebar (shared mode): the private link to come back, and the
+teacher's Publish / Unpublish. Locally it draws nothing and imports nothing more: ``app.py`` runs it
+on every page, and the home page's first answer comes before torch is loaded (``ui/preview.py``)."""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+SHARED_ENV = "ATTENTION_PLAYGROUND_SHARED"  # as attention_core.workspaces, which would load torch here
+
+
+def shared_mode() -> bool:
+    """Whether this server is shared: ``$ATTENTION_PLAYGROUND_SHARED`` (1, true, yes, on) or
+    ``shared = true`` in secrets.toml (the same test as ``ui.common.workspace_store``)."""
+    if os.environ.get(SHARED_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    try:
+        return st.secrets.get("shared") is True
+    except FileNotFoundError:  # no secrets file
+        return False
+
+
+def sidebar() -> None:
+    """The private link (or the signed-in label), and the teacher's panel; a malformed setting is
+    an error with its fix, and the page stops."""
+    if not shared_mode():
+        return
+    from attention_core.errors import InputError
+    from ui import common
+
+    try:
+        store = common.workspace_store()
+        if not store.shared:
+            return
+        workspace = common.current_workspace()
+    except InputError as err:
+        st.error(f"The server's workspace settings are wrong: {err}")
+        st.stop()
+    token = common.workspace_token()
+    with st.sidebar:
+        if token is None:
+            st.caption(f"Your workspace: **{workspace.label}**")
+        else:
+            base = (st.context.url or "").split("?")[0]
+            st.caption("keep this link: it opens your runs")
+            st.code(f"{base}?{common.TOKEN_PARAM}={token}", language=None, wrap_lines=True)
+        if common.is_teacher_visitor():
+            _teacher_panel()
+
+
+def _teacher_panel() -> None:
+    from attention_core.runs import list_runs
+    from ui import common
+
+    store, workspace = common.workspace_store(), common.current_workspace()
+    with st.expander("Teacher: publish runs", expanded=False):
+        message = st.session_state.pop("workspace_message", None)
+        if message:
+            (st.error if message[0] == "error" else st.success)(message[1])
+        own = [p.name for p in list_runs(workspace.runs_dir)]
+        if own:
+            name = st.selectbox("One of your runs", own, key="workspace_publish_pick")
+            st.button("Publish", key="workspace_publish", on_click=_publish, args=(name,),
+                      help="Every learner sees a read-only copy, with your workspace's label.")
+        else:
+            st.caption("Train a run first: your own runs can be published.")
+        for run in store.published_runs():
+            st.caption(common.published_choice(run))
+            st.button("Unpublish", key=f"workspace_unpublish_{run.name}", on_click=_unpublish, args=(run.name,))
+
+
+def _publish(name: str) -> None:
+    from attention_core.errors import InputError
+    from ui import common
+
+    if not common.is_teacher_visitor():
+        return
+    try:
+        run = common.workspace_store().publish(common.current_workspace(), name)
+    except InputError as err:
+        st.session_state["workspace_message"] = ("error", f"Not published: {err}")
+    else:
+        st.session_state["workspace_message"] = ("ok", f"Published: {common.published_choice(run)}")
+
+
+def _unpublish(name: str) -> None:
+    from attention_core.errors import InputError
+    from ui import common
+
+    if not common.is_teacher_visitor():
+        return
+    try:
+        common.workspace_store().unpublish(name)
+    except InputError as err:
+        st.session_state["workspace_message"] = ("error", f"Not unpublished: {err}")
+    else:
+        st.session_state["workspace_message"] = ("ok", f"Unpublished {name!r}: learners no longer see it.")
