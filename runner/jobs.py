@@ -62,6 +62,7 @@ from runner.protocol import (
     Report,
     Started,
 )
+from runner.queue import Ticket, TrainingQueue
 
 # Seconds without a heartbeat before a job stops itself (5 s was too short under load). The
 # page watching a job sends them, and the app's other pages do too (ui.background).
@@ -173,7 +174,7 @@ def warm_up() -> None:
 
 @dataclass
 class JobSnapshot:
-    state: str  # starting | running | paused | finished | stopped | diverged | time budget | failed
+    state: str  # waiting | starting | running | paused | finished | stopped | diverged | time budget | failed | cancelled
     epoch: int
     epochs: int
     step_in_epoch: int
@@ -187,6 +188,8 @@ class JobSnapshot:
     message: str
     run_path: Path | None
     done: bool
+    place: int | None = None  # while waiting: 1 = next to start
+    wait_seconds: float | None = None  # while waiting: about how long until it starts (None: unknown)
 
     @property
     def progress(self) -> float:
@@ -244,12 +247,50 @@ class TrainingJob:
     _reader: threading.Thread | None = None
     _conn: Connection | None = None
     _stop_asked: bool = False
+    _ticket: Ticket | None = None  # its place in the server's queue, when submitted there
+    _finished: threading.Event = field(default_factory=threading.Event)  # set once it has ended or was cancelled
 
     def __post_init__(self) -> None:
         self.train_config = self.trainer.train_config
         self.n_train_rows = self.trainer.n_train_rows if isinstance(self.trainer, Trainer) else 0
 
     # -- control (called from the page) -------------------------------------------------------
+    def submit(self, queue: TrainingQueue, owner: str) -> None:
+        """Wait for a slot in ``queue`` (state "waiting"), then :meth:`start`; its slot is freed when it
+        ends. Raises :class:`~runner.queue.QueueLimitError` if ``owner`` has a training running and one waiting."""
+        self.state, self._last_heartbeat = "waiting", time.monotonic()
+        try:
+            self._ticket = queue.submit(owner, self._launch, label=self.name, remaining=self._time_left,
+                                        expected=self.train_config.time_budget)
+        except InputError:
+            self.state = "starting"
+            raise
+
+    def _launch(self, ticket: Ticket) -> None:
+        """Its turn in the queue: start, unless its page has been gone for ``orphan_after`` seconds."""
+        if time.monotonic() - self._last_heartbeat > self.orphan_after:
+            log.warning("training job %s lost its page while waiting: not started", self.name)
+            self._cancelled("not started: its page was closed while it waited")
+            ticket.done()
+            return
+        self.start()
+
+    def _cancelled(self, message: str) -> None:
+        with self._lock:
+            self.state, self.message = "cancelled", message
+        self.trainer = None
+        self._finished.set()
+
+    def _time_left(self) -> float | None:
+        """Seconds of training left at its pace so far (None before it has a pace)."""
+        with self._lock:
+            return self._eta()
+
+    def _eta(self) -> float | None:
+        rate = self._examples_seen / self._seconds if self._seconds > 0 else 0.0
+        total = self.train_config.epochs * self.n_train_rows
+        return max(0.0, (total - self._examples_seen) / rate) if rate > 0 and total else None
+
     def start(self) -> None:
         """Hand the trainer to a new process; returns at once (the connection is made in the background)."""
         self.state = "starting"  # "running" once the process says it has started
@@ -279,6 +320,10 @@ class TrainingJob:
         self._send(Command.RESUME)
 
     def stop(self) -> None:
+        """Stop it (its run is kept); one still waiting in the queue leaves it and never starts."""
+        if self._ticket is not None and self._ticket.cancel():
+            self._cancelled("cancelled before it started — nothing was trained or saved")
+            return
         self._stop_asked = True
         self._send(Command.STOP)
 
@@ -303,16 +348,18 @@ class TrainingJob:
             self.run_path = path
 
     def join(self, timeout: float | None = None) -> None:
-        if self._reader is not None:
-            self._reader.join(timeout)
+        """Wait until it has ended (also while it waits in the queue); at once if it was never started."""
+        if self._reader is not None or self._ticket is not None:
+            self._finished.wait(timeout)
 
     @property
     def alive(self) -> bool:
-        return self._reader is not None and self._reader.is_alive()
+        """Waiting in the queue, starting or training."""
+        return (self._reader is not None or self._ticket is not None) and not self._finished.is_set()
 
     @property
     def done(self) -> bool:
-        return self._reader is not None and not self._reader.is_alive()
+        return self._finished.is_set()
 
     # -- the watcher thread (in the server) ---------------------------------------------------
     def _watch_counted(self, job: JobRequest) -> None:
@@ -322,11 +369,14 @@ class TrainingJob:
         finally:
             with _active_lock:
                 _active_jobs -= 1
+            if self._ticket is not None:
+                self._ticket.done()  # its slot goes to the next in line
             if self.on_end is not None:
                 try:
                     self.on_end(self)
                 except Exception:
                     log.exception("training job %s: its on_end callback failed", self.name)
+            self._finished.set()
 
     def _watch(self, job: JobRequest) -> None:
         """Connect to a new job process, send it the job, then fold its messages into this object."""
@@ -413,11 +463,12 @@ class TrainingJob:
 
     def snapshot(self) -> JobSnapshot:
         """A consistent copy of the job's progress, for drawing."""
+        ticket = self._ticket
+        place, wait = (ticket.place, ticket.wait_seconds) if ticket is not None else (None, None)
         with self._lock:
             epochs = self.train_config.epochs
             rate = self._examples_seen / self._seconds if self._seconds > 0 else 0.0
-            total = epochs * self.n_train_rows
-            eta = (total - self._examples_seen) / rate if rate > 0 and total else None
+            eta = self._eta()
             done = self.done
             return JobSnapshot(
                 state=self._state(),
@@ -434,6 +485,8 @@ class TrainingJob:
                 message=self.message,
                 run_path=self.run_path,
                 done=done,
+                place=place,
+                wait_seconds=wait,
             )
 
 
@@ -458,19 +511,49 @@ class JobSequence:
         self._queue = list(items)
         self._lock = threading.Lock()
         self._last_heartbeat = time.monotonic()
+        self._ticket: Ticket | None = None  # its place in the server's queue, when submitted there
+        self._wake = threading.Event()  # set when a job starts or the sequence ends (for join)
 
     def start(self) -> None:
         self._last_heartbeat = time.monotonic()
         self._next()
 
+    def submit(self, queue: TrainingQueue, owner: str) -> None:
+        """Train through ``queue``: one training of ``owner``, each of its jobs waiting its turn (after
+        a job the sequence goes to the end of the line). Raises QueueLimitError like a job's submit."""
+        self._last_heartbeat = time.monotonic()
+        self._ticket = queue.submit(owner, self._launch, label="sequence", remaining=self._time_left)
+
+    def _time_left(self) -> float | None:
+        job = self.current
+        return job._time_left() if job is not None else None
+
+    def _launch(self, ticket: Ticket) -> None:
+        if not self._start_next():
+            ticket.done()  # nothing more to start (stopped, orphaned, or its next job cannot start)
+            self._wake.set()
+
     def _next(self, _ended: TrainingJob | None = None) -> None:
+        """Start the next job: at once, or through the queue (its slot goes back to the end of the line)."""
+        ticket = self._ticket
+        if ticket is None:
+            self._start_next()
+            self._wake.set()
+            return
+        with self._lock:
+            more = bool(self._queue)
+        ticket.requeue() if more else ticket.done()
+        self._wake.set()
+
+    def _start_next(self) -> bool:
+        """Start the first training not started yet; False if none was started."""
         with self._lock:
             if not self._queue:
-                return
+                return False
             if time.monotonic() - self._last_heartbeat > self.orphan_after:
                 log.warning("job sequence lost its page: %d trainings not started", len(self._queue))
                 self._queue.clear()
-                return
+                return False
             key, spec = self._queue[0]  # (stays queued while checked: the sequence is still alive)
         try:
             spec.check()  # tokenizes up to thousands of rows: not while the page's polls wait for the lock
@@ -478,14 +561,16 @@ class JobSequence:
             with self._lock:
                 self.error = f"{key} cannot start: {err}"
                 self._queue.clear()
-            return
+            return False
         with self._lock:
             if not self._queue or self._queue[0][0] != key:  # stopped meanwhile
-                return
+                return False
             self._queue.pop(0)
             job = self._jobs[key] = TrainingJob(spec, self.runs_dir, key, orphan_after=self.orphan_after,
                                                threads=self.threads, on_end=self._next)
         job.start()
+        self._wake.set()
+        return True
 
     @property
     def jobs(self) -> dict[str, TrainingJob]:
@@ -516,11 +601,21 @@ class JobSequence:
     def join(self, timeout: float | None = None) -> bool:
         """Wait until every training has ended or will not start; False if ``timeout`` ran out first."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while (job := self.current) is not None:  # a job that has ended starts the next one before its thread ends
-            job.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        while not self.done:  # a job that has ended starts (or queues) the next one before it counts as done
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            self._wake.clear()
+            if (job := self.current) is not None:
+                job.join(left)
+            else:
+                self._wake.wait(left)  # its next job waits for a slot in the queue, or is being checked
             if deadline is not None and time.monotonic() >= deadline:
-                return self.done
+                break
         return self.done
+
+    @property
+    def waiting(self) -> bool:
+        """Its next job waits for its turn in the queue."""
+        return self._ticket is not None and self._ticket.state == "waiting"
 
     def heartbeat(self) -> None:
         self._last_heartbeat = time.monotonic()
@@ -532,6 +627,8 @@ class JobSequence:
         """Start nothing more, and stop the job that is training (its run is kept)."""
         with self._lock:
             self._queue.clear()
+        if self._ticket is not None and self._ticket.cancel():  # it was waiting for its turn
+            self._wake.set()
         for job in self.jobs.values():
             job.stop()
 
@@ -540,6 +637,8 @@ class JobSequence:
         epochs, and which job of how many it is while the sequence runs."""
         jobs, queued = list(self.jobs.values()), self.queued
         started, total = len(jobs), len(jobs) + len(queued)
+        if self.waiting:  # e.g. "waiting (2 of 3)": its next job waits for a slot
+            return f"waiting ({started + 1} of {total})", 0, 0, started / total
         job = next((j for j in jobs if j.alive), jobs[-1] if jobs else None)
         if job is None:
             return ("starting" if total else "finished"), 0, 0, 0.0
