@@ -8,9 +8,9 @@ from attention_core.data import detect_columns
 from attention_core.errors import InputError
 from attention_core.presets import DEFAULT
 from attention_core.training import TrainerSpec
-from runner import jobs
 from runner.jobs import TrainingJob
-from ui import train_views
+from runner.queue import apply_caps, server_queue
+from ui import common, train_views
 from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, kept, runs_dir
 from ui.forms import form_settings, hyperparameter_form
 from ui.train_views import build_dataset, parse
@@ -68,13 +68,14 @@ def on_start() -> None:
         return
     try:  # a bad combination (e.g. 3 heads for model dim 64) is a ConfigError with a hint
         run_name, model_cfg, train_cfg, probe = form_settings(name)
+        train_cfg, st.session_state["train_cap_note"] = apply_caps(train_cfg, len(dataset))  # a shared server's caps
         spec = TrainerSpec(model_cfg, train_cfg, dataset, embeddings(train_cfg.vocab_limit, vectors))
         spec.check()
+        job = TrainingJob(spec, runs_dir(), run_name)  # the training process builds the trainer
+        job.submit(server_queue(), common.workspace_key())  # starts when a slot is free (runner.queue)
     except InputError as err:
         st.session_state["train_start_error"] = f"{err}"
         return
-    job = TrainingJob(spec, runs_dir(), run_name)  # the training process builds the trainer
-    job.start()
     page.track(job, label=f"Training “{run_name}”")  # kept alive from the other pages
     st.session_state["train_probe_pick"] = probe
 
@@ -82,11 +83,14 @@ def on_start() -> None:
 hyperparameter_form(EXAMPLES[0], name, on_start=on_start, disabled=running)
 if error := st.session_state.pop("train_start_error", None):
     st.error(f"Cannot start: {error}")
+elif job is not None and (note := st.session_state.get("train_cap_note")):
+    st.info(note)
 
 if job is not None:
-    train_views.job_buttons(page, running=running)  # pause / resume, stop, reset
-    every = jobs.live_refresh_seconds() if running else None  # 0.4 s; slower when many learners train at once
-    page.live(lambda j: train_views.live_view(j, every), every=every)
+    waiting = job.state == "waiting"  # in the server's queue: a place in line and Cancel
+    train_views.job_buttons(page, running=running, waiting=waiting)  # pause / resume, stop (cancel), reset
+    every = train_views.refresh_seconds(running, waiting)
+    page.live(lambda j: train_views.live_view(j, every, waiting=waiting), every=every)
     if job.done:
         train_views.finished(job)
 

@@ -11,7 +11,8 @@ from attention_core.errors import InputError
 from attention_core.presets import SEED
 from attention_core.training import TrainerSpec
 from runner.jobs import JobSequence, TrainingJob
-from ui import seed_views
+from runner.queue import apply_caps, server_queue
+from ui import common, seed_views
 from ui.common import embeddings
 from ui.seed_findings import summarise, what_to_notice
 from ui.seed_views import SENTENCES, SHORT, VARIANTS, small_csv
@@ -33,8 +34,9 @@ def on_train() -> None:
     ss["seedexp_done"] = 0
     items = []
     for key, model_cfg, train_cfg in seed_views.plan(int(ss["seedexp_epochs"]), int(ss["seedexp_default_epochs"])):
-        spec = TrainerSpec(model_cfg, train_cfg, small_csv(train_cfg.vocab_limit), embeddings(train_cfg.vocab_limit))
-        try:
+        try:  # a shared server's caps (a time budget lowered quietly: each run says where it stopped)
+            train_cfg = apply_caps(train_cfg, len(small_csv(train_cfg.vocab_limit)))[0]
+            spec = TrainerSpec(model_cfg, train_cfg, small_csv(train_cfg.vocab_limit), embeddings(train_cfg.vocab_limit))
             spec.check()
         except InputError as err:
             ss["seedexp_error"] = f"{VARIANTS[key]} cannot start: {err}"
@@ -44,7 +46,11 @@ def on_train() -> None:
     # One after the other, each started by the end of the one before, in the server: the learner
     # can read another page meanwhile (ui.background keeps the sequence alive from there).
     seq = JobSequence(items, Path(ss["seedexp_dir"]))
-    seq.start()
+    try:  # one training of the learner in the server's queue; each variant waits its turn (runner.queue)
+        seq.submit(server_queue(), common.workspace_key())
+    except InputError as err:
+        ss["seedexp_error"] = f"Cannot start: {err}"
+        return
     page.track(seq, label="Seed experiment")
 
 

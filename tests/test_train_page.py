@@ -260,3 +260,82 @@ def test_an_uploaded_run_whose_name_exists_gets_a_new_one_and_a_bad_zip_is_refus
     at.button(key="train_rename").run()  # any other click: the refusal stays in view while the file is in the box
     assert at.error[0].value.startswith("Cannot upload evil.zip:")
     assert set(runs_list(at)) == {"mine", "mine-2"}  # and it was not tried again
+
+
+# -- the server's training queue (runner.queue), one learner per session ---------------------------------
+@pytest.fixture
+def one_slot(monkeypatch):
+    """A server queue with one slot, and each session's owner read from its own state ("local" if unset)."""
+    import streamlit as st
+
+    from runner import queue
+    from ui import common
+
+    q = queue.TrainingQueue(slots=1)
+    monkeypatch.setattr(queue, "_server_queue", q)
+    monkeypatch.setattr(common, "workspace_key", lambda: st.session_state.get("test_owner", "local"))
+    return q
+
+
+def learner(owner: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "pages" / "1_Train.py"), default_timeout=TIMEOUT)
+    at.session_state["test_owner"] = owner
+    return at.run()
+
+
+def test_with_one_slot_a_second_start_waits_in_line_then_trains_and_a_third_can_cancel(runs_dir, one_slot):
+    first = learner("a")
+    start_small_training(first, 5000, "first")
+    running = first.session_state["train_job"]
+    second, third = learner("b"), learner("c")
+    start_small_training(second, 2, "second")
+    start_small_training(third, 2, "third")
+    waiting = second.session_state["train_job"]
+    assert waiting.state == "waiting" and running.state in ("starting", "running")
+    assert second.info[0].value.startswith("Waiting for a free slot: 1st in line")
+    assert third.info[0].value.startswith("Waiting for a free slot: 2nd in line")
+    assert third.button(key="train_stop").label == "Cancel" and third.button(key="train_pause").disabled
+    third.button(key="train_stop").click().run()  # cancel: it never starts, nothing is saved
+    assert not third.exception and third.session_state["train_job"].state == "cancelled"
+    assert third.info[0].value == "Training cancelled before it started — nothing was trained or saved."
+    second.run()
+    assert second.info[0].value.startswith("Waiting for a free slot: 1st in line")
+    while not running.snapshot().epoch_records:  # (a run stopped before its first epoch has nothing to save)
+        running.join(0.05)
+    first.button(key="train_stop").click().run()  # the running one stops: the slot goes to the next in line
+    waiting.join(120)
+    second.run()
+    assert not second.exception
+    assert [s.value for s in second.success] == ["Training finished: all 2 epochs. Saved as run `second`."]
+    assert sorted(p.name for p in runs_dir.iterdir()) == ["first", "second"]
+
+
+def test_a_learner_with_a_training_running_and_one_waiting_cannot_start_a_third(runs_dir, one_slot):
+    other = learner("other")
+    start_small_training(other, 5000, "other")
+    tabs = [learner("me") for _ in range(3)]  # one learner, three tabs
+    for at, name in zip(tabs, ("one", "two", "three"), strict=True):
+        start_small_training(at, 2, name)
+    assert [at.session_state["train_job"].state for at in tabs[:2]] == ["waiting", "waiting"]
+    assert "train_job" not in tabs[2].session_state
+    assert tabs[2].error[0].value.startswith("Cannot start: you already have 2 waiting")
+    for at in (other, *tabs[:2]):
+        at.button(key="train_stop").click().run()
+    other.session_state["train_job"].join(60)
+    assert one_slot.running == [] and one_slot.waiting == []
+
+
+def test_caps_of_a_shared_server_are_said_before_the_training_starts(runs_dir, monkeypatch):
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_MAX_WORK", "1000")
+    at = train_page()
+    start_small_training(at, 100, "too big")
+    assert "train_job" not in at.session_state
+    assert at.error[0].value.startswith("Cannot start: 39 rows × 100 epochs = 3,900 is more work than this server "
+                                        "allows for one training (1,000) — train at most 25 epochs on these rows")
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_MAX_SECONDS", "600")
+    start_small_training(at, 2, "budget")
+    job = at.session_state["train_job"]
+    assert job.train_config.time_budget == 600
+    assert any("stops a training after 600 s" in i.value for i in at.info)
+    job.join(120)
+    assert job.state == "finished"

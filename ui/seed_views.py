@@ -63,6 +63,8 @@ def live_view(seq: JobSequence, running: bool) -> None:
     """Each variant's progress and loss curve (redrawn twice a second while they train)."""
     ss = st.session_state
     jobs, queued = seq.jobs, seq.queued
+    if seq.waiting:  # its next variant waits for a free slot in the server's queue
+        st.caption(f"Waiting for a free slot: {seq.brief()[0]}; it starts by itself.")
     for col, (key, title) in zip(st.columns(3, gap="medium"), VARIANTS.items(), strict=True):
         with col:
             st.markdown(f"**{title}**")

@@ -25,6 +25,7 @@ from attention_core.runs import (
 from attention_core.training import History, metrics_from_probabilities
 from runner import jobs
 from runner.jobs import JobSnapshot, TrainingJob
+from runner.queue import ordinal
 from ui import background, figures
 from ui.common import embeddings, kept
 from ui.live_chart import live_plotly_chart
@@ -129,8 +130,9 @@ def probe_heatmap(snap: JobSnapshot, key: str = "train") -> None:
     live_plotly_chart(cached[1], height=cached[2], key=f"{key}_live_probe_chart")  # redrawn when the JSON changes
 
 
-def job_buttons(page: TrainingPage, *, running: bool) -> None:
-    """Pause / Resume, Stop and Reset for the page's job (callbacks: they act before the page is drawn again)."""
+def job_buttons(page: TrainingPage, *, running: bool, waiting: bool = False) -> None:
+    """Pause / Resume, Stop and Reset for the page's job (callbacks: they act before the page is drawn again);
+    while it waits in the queue, Stop is Cancel and Pause is off."""
     def on_pause() -> None:
         j = page.job
         j.resume() if j.paused else j.pause()
@@ -142,16 +144,43 @@ def job_buttons(page: TrainingPage, *, running: bool) -> None:
     b1, b2, b3 = st.columns(3)
     paused = page.job.paused
     b1.button("Resume" if paused else "Pause", icon=":material/play_arrow:" if paused else ":material/pause:",
-              on_click=on_pause, disabled=not running, key="train_pause", use_container_width=True)
-    b2.button("Stop", icon=":material/stop:", on_click=lambda: page.job.stop(), disabled=not running, key="train_stop",
-              use_container_width=True)
+              on_click=on_pause, disabled=not running or waiting, key="train_pause", use_container_width=True)
+    b2.button("Cancel" if waiting else "Stop", icon=":material/close:" if waiting else ":material/stop:",
+              on_click=lambda: page.job.stop(), disabled=not running, key="train_stop", use_container_width=True,
+              help="Leave the line: it never starts, nothing is saved." if waiting else None)
     b3.button("Reset", icon=":material/restart_alt:", on_click=on_reset, key="train_reset", use_container_width=True,
               help="Forget this job on the page (a finished run stays saved on disk).")
 
 
-def live_view(job: TrainingJob, every: float | None) -> None:
-    """The job's live progress and probe map (``every``: seconds between redraws, None once it has ended)."""
+WAITING_REFRESH = 1.0  # seconds between redraws of a place in line (it changes slowly; many may wait)
+
+
+def refresh_seconds(running: bool, waiting: bool) -> float | None:
+    """Seconds between redraws of the live view: None once the job has ended; slower while it waits."""
+    if not running:
+        return None
+    return max(WAITING_REFRESH, jobs.live_refresh_seconds()) if waiting else jobs.live_refresh_seconds()
+
+
+def in_line(snap: JobSnapshot) -> str:
+    """A waiting job's place, in words: "2nd in line, about 40 s" (the wait is the queue's estimate)."""
+    place = f"{ordinal(snap.place)} in line" if snap.place else "about to start"
+    if snap.wait_seconds is None:
+        return f"{place} — it starts by itself when a training ends"
+    wait = f"{snap.wait_seconds:.0f} s" if snap.wait_seconds < 120 else f"{snap.wait_seconds / 60:.0f} min"
+    return f"{place}, about {wait}"
+
+
+def live_view(job: TrainingJob, every: float | None, *, waiting: bool = False) -> None:
+    """The job's live progress and probe map (``every``: seconds between redraws, None once it has ended);
+    its place in line while it waits in the server's queue (``waiting``: as the page was drawn)."""
     snap = job.snapshot()
+    if snap.state == "waiting":
+        st.info(f"Waiting for a free slot: {in_line(snap)}. It starts by itself; you may read other pages meanwhile.",
+                icon=":material/hourglass_top:")
+        return
+    if waiting and every is not None:  # its turn came (or it was cancelled): draw the page's buttons again
+        st.rerun(scope="app")
     progress(snap)
     probe_heatmap(snap)  # its chart is redrawn only when a new epoch's probe arrives
     if every is None:
@@ -170,6 +199,9 @@ def finished(job: TrainingJob) -> None:
     snap = job.snapshot()
     if snap.state in ("diverged", "failed"):
         st.error(f"{snap.message}")
+    elif snap.state == "cancelled":
+        st.info(f"Training {snap.message}.")
+        return
     else:
         st.success(ending(snap, job.train_config.time_budget))
     background.open_new_run(job)
