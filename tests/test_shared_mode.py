@@ -115,3 +115,15 @@ def test_local_mode_shows_no_link_and_keeps_the_address(tmp_path, monkeypatch):
     assert not any("keep this link" in c.value for c in at.caption)
     assert "mine" in models(at)
     assert not (tmp_path / "runs" / "workspaces").exists()
+
+
+def test_the_train_page_does_not_show_a_learner_the_workspace_folder(root):
+    a = visit()
+    token_a = token_of(a)
+    put_run(root, token_a, "mine")
+    a.switch_page("pages/1_Train.py").run()
+    assert not a.exception, a.exception
+    key = WorkspaceStore(root, shared=True).for_token(token_a)[0].key
+    captions = [c.value for c in a.caption]
+    assert any("private workspace" in c for c in captions)
+    assert not any(key in c or str(root) in c for c in captions)  # was: "Runs are saved in `<root>/workspaces/<key>`"

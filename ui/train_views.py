@@ -27,7 +27,7 @@ from runner import jobs
 from runner.jobs import JobSnapshot, TrainingJob
 from runner.queue import ordinal
 from ui import background, figures
-from ui.common import embeddings, kept
+from ui.common import embeddings, kept, workspace_store
 from ui.live_chart import live_plotly_chart
 from ui.training_page import TrainingPage
 
@@ -360,7 +360,10 @@ def runs_manager(runs_dir: Path) -> None:
     as ``../x``, a name taken, a zip with links or ``..`` entries, and removes only a run's own
     files); what it refuses is shown as an error, and nothing is changed then.
     """
-    st.caption(f"Runs are saved in `{runs_dir}` (set `ATTENTION_PLAYGROUND_RUNS` to change it).")
+    if workspace_store().shared:  # the folder's name is the workspace's key: nothing to show a learner
+        st.caption("Your runs are saved in your private workspace on this server: your link opens them again.")
+    else:
+        st.caption(f"Runs are saved in `{runs_dir}` (set `ATTENTION_PLAYGROUND_RUNS` to change it).")
     upload = st.file_uploader("Upload a run (.zip from 'Download run')", type=["zip"], key="train_run_upload")
     outcome = st.session_state.get("train_run_uploaded")  # (file_id, kind, text): handled once, whatever the outcome
     if upload is not None and (outcome is None or outcome[0] != upload.file_id):

@@ -1,0 +1,239 @@
+"""A class on one server: N browser learners in shared mode, each with their own workspace.
+
+One ``streamlit run app.py`` with ``ATTENTION_PLAYGROUND_SHARED=1`` on this machine; N learners
+(Playwright browser contexts, 8 by default) open the app at once, each gets a private link, uploads
+a CSV of their own (a different sample of the bundled UCI sentences, named after the learner) and
+starts a training within a few seconds of the others. Measured in the same run:
+
+* every learner's training finishes with a run saved in their own workspace, and each learner's
+  model picker lists their own run and no other learner's;
+* how many waited in line (the page says "… in line") and the places they were shown;
+* ``/_stcore/health`` polled every 0.25 s from a process of its own, from the first Start to the
+  last finish (p95, max);
+* one more learner who does not train types sentences on the home page during the load:
+  sentence → heatmap (p95);
+* the server's memory (the Streamlit process and its training processes, resident, sampled each
+  second: the largest sum), and the time from the first Start until the last training finished.
+
+Learners per core, the method: the largest N of the runs made (``--learners``) for which every
+training finished, health p95 < 100 ms and the typing learner's p95 ≤ 500 ms, divided by the cores.
+Run: ``python benchmarks/classroom.py [--learners 8] [--rows 1000] [--epochs 10]``; prints a table
+and a last JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import random
+import re
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.app_latency import HealthProbe, launch_browser  # noqa: E402
+from tests.browser import app_server  # noqa: E402
+
+HEALTH_P95_MS = 100.0
+TYPING_P95_MS = 500.0
+WORDS = ["pizza", "screen", "battery", "movie", "waiter", "plot", "camera", "sound", "price", "service", "story"]
+
+
+def learner_csvs(folder: Path, n: int, rows: int) -> list[Path]:
+    """n CSVs, each a different random sample of ``rows`` UCI sentences, named learner1.csv …"""
+    with open(ROOT / "data" / "uci_sentiment_sentences.csv", newline="", encoding="utf-8") as f:
+        table = list(csv.DictReader(f))
+    paths = []
+    for i in range(1, n + 1):
+        sample = random.Random(i).sample(table, rows)
+        path = folder / f"learner{i}.csv"
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=list(table[0]))
+            w.writeheader()
+            w.writerows(sample)
+        paths.append(path)
+    return paths
+
+
+def resident_mb() -> float:
+    """Resident memory of the Streamlit server and its training processes, in MB."""
+    total = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if "streamlit" not in cmd and "runner.worker" not in cmd:
+                continue
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        m = re.search(r"VmRSS:\s+(\d+) kB", status)
+        total += int(m.group(1)) if m else 0
+    return total / 1024
+
+
+class MemorySampler(threading.Thread):
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peak, self._halt = 0.0, threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.wait(1.0):
+            self.peak = max(self.peak, resident_mb())
+
+    def stop(self) -> float:
+        self._halt.set()
+        self.join()
+        return self.peak
+
+
+def open_and_upload(page, url: str, csv_path: Path, epochs: int) -> str:
+    """Open the app as a new learner, keep the private link, upload the CSV on Train; returns the link."""
+    page.goto(url)
+    page.wait_for_url(re.compile(r"[?&]w="))
+    link = page.url
+    page.goto(link.replace("/?", "/Train?", 1) if "/?" in link else link)
+    main = page.get_by_test_id("stMain")
+    main.get_by_text("Upload a CSV").click()
+    main.get_by_text("CSV with a text column").wait_for()
+    page.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(csv_path))
+    main.get_by_text(f"{csv_path.name}: utf-8").wait_for()
+    box = main.get_by_label("Epochs")
+    box.fill(str(epochs))
+    box.press("Tab")
+    return link
+
+
+def typing_latency(page, url: str, rounds: int) -> list[float]:
+    """The typing learner: sentence → heatmap times (ms) on the home page."""
+    main = page.get_by_test_id("stMain")
+    box = main.get_by_label("Your sentence")
+    times = []
+    for i in range(rounds):
+        word = WORDS[i % len(WORDS)]
+        box.fill(f"the {word} was really great {i}")
+        t0 = time.perf_counter()
+        box.press("Enter")
+        main.locator("g.ytick text", has_text=word).first.wait_for()
+        main.locator("g.ytick text", has_text=str(i)).first.wait_for()
+        times.append((time.perf_counter() - t0) * 1000)
+    return times
+
+
+def p95(xs: list[float]) -> float:
+    return statistics.quantiles(xs, n=20, method="inclusive")[-1] if len(xs) >= 2 else (xs[0] if xs else float("nan"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--learners", type=int, default=8)
+    ap.add_argument("--rows", type=int, default=1000, help="rows of each learner's CSV")
+    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--max-trainings", type=int, default=None, help="ATTENTION_PLAYGROUND_MAX_TRAININGS (default: the app's)")
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        runs = tmp / "runs"
+        csvs = learner_csvs(tmp, args.learners, args.rows)
+        env = {"ATTENTION_PLAYGROUND_SHARED": "1"}
+        if args.max_trainings:
+            env["ATTENTION_PLAYGROUND_MAX_TRAININGS"] = str(args.max_trainings)
+        with app_server(runs, env=env, timeout=120) as url, sync_playwright() as pw:
+            browser = launch_browser(pw)
+            pages = []
+            for _ in range(args.learners + 1):
+                page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+                page.set_default_timeout(300_000)
+                pages.append(page)
+            learners, typist = pages[:-1], pages[-1]
+            links = [open_and_upload(p, url, c, args.epochs) for p, c in zip(learners, csvs, strict=True)]
+            typist.goto(url)
+            typist.get_by_test_id("stMain").locator("g.ytick text", has_text="food").first.wait_for()
+
+            memory = MemorySampler()
+            memory.start()
+            health = HealthProbe(url)
+            t0 = time.perf_counter()
+            for p in learners:  # within a few seconds of each other, as a class told "press Start"
+                p.get_by_test_id("stMain").get_by_role("button", name="Start training").click()
+            places: list[str] = []
+            typing: list[float] = []
+            finished_at: dict[int, float] = {}
+            while len(finished_at) < len(learners):
+                for i, p in enumerate(learners):
+                    if i in finished_at:
+                        continue
+                    main = p.get_by_test_id("stMain")
+                    for text in main.get_by_text(re.compile(r"in line")).all_inner_texts():
+                        places.append(f"learner{i + 1}: {text.strip()[:60]}")
+                    if main.get_by_text(re.compile("Training (finished|stopped)")).count():
+                        finished_at[i] = time.perf_counter() - t0
+                if time.perf_counter() - t0 > 900:
+                    break
+                if len(finished_at) < len(learners):
+                    typing += typing_latency(typist, url, 2)
+            checks = health.stop()
+            peak_mb = memory.stop()
+            last_finish = max(finished_at.values()) if finished_at else float("nan")
+
+            # Each learner sees their own run and nobody else's, in the model picker (Inspect's sidebar).
+            own_only = True
+            for i, (p, link) in enumerate(zip(learners, links, strict=True)):
+                p.goto(link.replace("/?", "/Inspect?", 1))
+                picker = p.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").first
+                picker.wait_for()
+                p.wait_for_timeout(500)
+                picker.click()
+                p.get_by_role("option").first.wait_for()
+                options = p.get_by_role("option").all_inner_texts()
+                mine = [o for o in options if f"learner{i + 1}" in o]
+                others = [o for o in options if re.search(r"learner\d+", o) and f"learner{i + 1}" not in o]
+                if not mine or others:
+                    print(f"learner{i + 1} sees {options}", file=sys.stderr)
+                    p.screenshot(path=str(ROOT / "benchmarks" / f"classroom-learner{i + 1}.png"))
+                own_only &= bool(mine) and not others
+                p.keyboard.press("Escape")
+            workspaces = sorted((runs / "workspaces").glob("*")) if (runs / "workspaces").exists() else []
+            runs_per_workspace = [len([r for r in w.iterdir() if (r / "config.json").exists()]) for w in workspaces]
+            browser.close()
+
+    latencies = [ms for _, ms in checks]
+    result = {
+        "learners": args.learners, "rows": args.rows, "epochs": args.epochs, "cores": os.cpu_count(),
+        "all_finished": len(finished_at) == len(learners), "finished_at_s": sorted(round(v, 1) for v in finished_at.values()),
+        "last_training_finished_s": round(last_finish, 1), "runs_per_workspace": runs_per_workspace,
+        "each_sees_own_run_only": own_only, "waited_in_line": len({p.split(':')[0] for p in places}),
+        "places_shown": sorted(set(places))[:20],
+        "health_ms_p95": round(p95(latencies), 1), "health_ms_max": round(max(latencies), 1),
+        "typing_ms_p95": round(p95(typing), 1), "typing_ms_median": round(statistics.median(typing), 1),
+        "server_memory_peak_mb": round(peak_mb),
+    }
+    ok = (result["all_finished"] and own_only and result["health_ms_p95"] < HEALTH_P95_MS
+          and result["typing_ms_p95"] <= TYPING_P95_MS)
+    result["learners_per_core_held"] = round(args.learners / os.cpu_count(), 2) if ok else None
+    rows = [
+        ("every training finished, own workspace", f"{len(finished_at)}/{len(learners)}, runs {runs_per_workspace}"),
+        ("each learner's picker: own run only", own_only),
+        ("learners who waited in line", result["waited_in_line"]),
+        ("time until the last training finished", f"{result['last_training_finished_s']} s"),
+        ("health p95 / max", f"{result['health_ms_p95']} / {result['health_ms_max']} ms (goal p95 < {HEALTH_P95_MS:.0f})"),
+        ("typing learner: sentence → heatmap p95", f"{result['typing_ms_p95']} ms (goal ≤ {TYPING_P95_MS:.0f})"),
+        ("server + trainings, resident memory peak", f"{result['server_memory_peak_mb']} MB"),
+        ("learners per core held", result["learners_per_core_held"]),
+    ]
+    for name, value in rows:
+        print(f"{name:45} {value}")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
