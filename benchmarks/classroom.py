@@ -39,12 +39,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.app_latency import HealthProbe, launch_browser  # noqa: E402
+from benchmarks.app_latency import HealthProbe, launch_browser, type_sentences  # noqa: E402
 from tests.browser import app_server  # noqa: E402
 
 HEALTH_P95_MS = 100.0
 TYPING_P95_MS = 500.0
-WORDS = ["pizza", "screen", "battery", "movie", "waiter", "plot", "camera", "sound", "price", "service", "story"]
 
 
 def learner_csvs(folder: Path, n: int, rows: int) -> list[Path]:
@@ -111,22 +110,6 @@ def open_and_upload(page, url: str, csv_path: Path, epochs: int) -> str:
     return link
 
 
-def typing_latency(page, url: str, rounds: int) -> list[float]:
-    """The typing learner: sentence → heatmap times (ms) on the home page."""
-    main = page.get_by_test_id("stMain")
-    box = main.get_by_label("Your sentence")
-    times = []
-    for i in range(rounds):
-        word = WORDS[i % len(WORDS)]
-        box.fill(f"the {word} was really great {i}")
-        t0 = time.perf_counter()
-        box.press("Enter")
-        main.locator("g.ytick text", has_text=word).first.wait_for()
-        main.locator("g.ytick text", has_text=str(i)).first.wait_for()
-        times.append((time.perf_counter() - t0) * 1000)
-    return times
-
-
 def p95(xs: list[float]) -> float:
     return statistics.quantiles(xs, n=20, method="inclusive")[-1] if len(xs) >= 2 else (xs[0] if xs else float("nan"))
 
@@ -180,7 +163,7 @@ def main() -> None:
                 if time.perf_counter() - t0 > 900:
                     break
                 if len(finished_at) < len(learners):
-                    typing += typing_latency(typist, url, 2)
+                    typing += [1000 * t for t in type_sentences(typist, range(len(typing), len(typing) + 2))]
             checks = health.stop()
             peak_mb = memory.stop()
             last_finish = max(finished_at.values()) if finished_at else float("nan")

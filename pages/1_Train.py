@@ -67,6 +67,7 @@ def on_start() -> None:
     if current is not None and current.alive:  # a second click on its way before the form was disabled
         return
     try:  # a bad combination (e.g. 3 heads for model dim 64) is a ConfigError with a hint
+        common.check_room()  # a workspace at its disk limit says what to delete, before anything is trained
         run_name, model_cfg, train_cfg, probe = form_settings(name)
         train_cfg, st.session_state["train_cap_note"] = apply_caps(train_cfg, len(dataset))  # a shared server's caps
         spec = TrainerSpec(model_cfg, train_cfg, dataset, embeddings(train_cfg.vocab_limit, vectors))

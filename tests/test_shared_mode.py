@@ -127,3 +127,20 @@ def test_the_train_page_does_not_show_a_learner_the_workspace_folder(root):
     captions = [c.value for c in a.caption]
     assert any("private workspace" in c for c in captions)
     assert not any(key in c or str(root) in c for c in captions)  # was: "Runs are saved in `<root>/workspaces/<key>`"
+
+
+def test_a_workspace_at_its_disk_limit_says_what_to_delete_and_loses_nothing(root, monkeypatch):
+    """Start is refused before anything is trained or written, naming the run to delete."""
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_WORKSPACE_MB", "0.5")  # the bundled run is ~1.3 MB: over at once
+    a = visit()
+    token_a = token_of(a)
+    put_run(root, token_a, "big")
+    workspace = WorkspaceStore(root, shared=True).for_token(token_a)[0].runs_dir
+    before = sorted(p.name for p in workspace.iterdir())
+    a.switch_page("pages/1_Train.py").run()
+    a.button[0].click().run()  # the form's Start
+    assert not a.exception, a.exception
+    assert "train_job" not in a.session_state
+    message = next(e.value for e in a.error if e.value.startswith("Cannot start"))
+    assert "limit" in message and "'big'" in message
+    assert sorted(p.name for p in workspace.iterdir()) == before  # nothing trained, nothing saved

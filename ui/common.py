@@ -105,6 +105,13 @@ def runs_dir() -> Path:
     return workspace.runs_dir
 
 
+def check_room(adding: int = 0) -> None:
+    """Raise a ``WorkspaceError`` (what to delete) if the visitor's workspace cannot take ``adding``
+    more bytes (``ATTENTION_PLAYGROUND_WORKSPACE_MB``; no limit when unset). Called before anything
+    is trained, uploaded or saved into it, so reaching the limit never loses a run."""
+    workspace_store().check_space(current_workspace(), adding)
+
+
 def published_runs() -> list[PublishedRun]:
     """Runs the teacher published (shared mode; none locally)."""
     store = workspace_store()

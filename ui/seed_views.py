@@ -15,7 +15,7 @@ from attention_core.presets import SEED
 from attention_core.runs import Prediction, run_stamp, save_new_run
 from runner.jobs import JobSequence, TrainingJob
 from ui import figures, live_chart
-from ui.common import ROOT, embeddings, runs_dir
+from ui.common import ROOT, check_room, embeddings, runs_dir
 from ui.seed_findings import VariantSummary
 
 SENTENCES = SEED.train.probes  # the post's five evaluate_model sentences
@@ -113,6 +113,7 @@ def final_losses(results: dict[str, Run], found: dict[str, VariantSummary]) -> N
 
 def _save(col, run: Run, name: str) -> None:
     try:  # a free name: seed-experiment-head, seed-experiment-head-2, …
+        check_room()
         path = save_new_run(run, runs_dir(), name)
     except InputError as err:
         col.error(f"Could not save it: {err}")

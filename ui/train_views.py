@@ -27,7 +27,7 @@ from runner import jobs
 from runner.jobs import JobSnapshot, TrainingJob
 from runner.queue import ordinal
 from ui import background, figures
-from ui.common import embeddings, kept, workspace_store
+from ui.common import check_room, embeddings, kept, workspace_store
 from ui.live_chart import live_plotly_chart
 from ui.training_page import TrainingPage
 
@@ -369,6 +369,7 @@ def runs_manager(runs_dir: Path) -> None:
     if upload is not None and (outcome is None or outcome[0] != upload.file_id):
         wanted = safe_name(Path(upload.name).stem)
         try:
+            check_room(len(upload.getvalue()))
             target = run_from_zip(upload.getvalue(), runs_dir, wanted)
         except InputError as err:
             outcome = (upload.file_id, "error", f"Cannot upload {upload.name}: {err}")
