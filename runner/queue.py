@@ -14,7 +14,8 @@ Rules:
   server and the browsers get what the trainings leave between steps.
 * **Per owner** (a workspace's key): at most one ticket running and one waiting; a third is
   refused with :class:`QueueLimitError`. A waiting ticket whose owner already has one running is
-  passed over (the next in line may start) until that one ends.
+  passed over (the next in line may start) until that one ends. On one's own machine (the owner
+  ``local``) only the slots limit trainings.
 * **A sequence** (the Seed experiment's three jobs) is one ticket, so one training of its owner:
   it runs one job per turn and goes back to the end of the line for its next job, so a class
   does not wait behind three trainings of one learner.
@@ -47,6 +48,7 @@ from dataclasses import dataclass, field
 
 from attention_core.errors import InputError
 from attention_core.training import TrainConfig
+from attention_core.workspaces import LOCAL_KEY
 
 log = logging.getLogger(__name__)
 RECENT = 20  # durations kept for the wait estimate
@@ -119,6 +121,9 @@ class TrainingQueue:
     slots: int = field(default_factory=default_slots)
     per_owner_running: int = 1
     per_owner_waiting: int = 1
+    # Owners the per-owner limits do not apply to: the one person on their own machine (local mode),
+    # whose trainings are limited by the slots alone, as before the queue.
+    exempt: frozenset[str] = frozenset({LOCAL_KEY})
     clock: Callable[[], float] = time.monotonic
     _waiting: deque[Ticket] = field(default_factory=deque)
     _running: list[Ticket] = field(default_factory=list)
@@ -137,7 +142,7 @@ class TrainingQueue:
         with self._lock:
             running = sum(t.owner == owner for t in self._running)
             waiting = sum(t.owner == owner for t in self._waiting)
-            if running + waiting >= self.per_owner_running + self.per_owner_waiting:
+            if owner not in self.exempt and running + waiting >= self.per_owner_running + self.per_owner_waiting:
                 have = " and ".join(filter(None, (
                     f"{running} training{'s' * (running != 1)} running" if running else "",
                     f"{waiting} waiting" if waiting else "")))
@@ -176,7 +181,7 @@ class TrainingQueue:
         """Launch the first waiting tickets that may run, while slots are free."""
         while True:
             with self._lock:
-                busy = {t.owner for t in self._running}
+                busy = {t.owner for t in self._running} - self.exempt
                 ticket = next((t for t in self._waiting if t.owner not in busy), None)
                 if ticket is None or len(self._running) >= self.slots:
                     return

@@ -11,6 +11,7 @@ import pytest
 from attention_core import ModelConfig, TrainConfig, dataset_from_lists, load_embeddings
 from attention_core.errors import InputError
 from attention_core.training import TrainerSpec
+from attention_core.workspaces import LOCAL_KEY
 from runner.jobs import JobSequence, TrainingJob
 from runner.queue import CapError, QueueLimitError, Ticket, TrainingQueue, apply_caps, default_slots, ordinal
 
@@ -58,6 +59,16 @@ def test_an_owner_has_one_running_and_one_waiting_and_a_third_is_refused():
     first.done()
     assert launched == ["x1", "y", "x2"]
     submit(q, launched, "x", "x3")  # one running, one waiting again: allowed
+
+
+def test_on_ones_own_machine_only_the_slots_limit_trainings():
+    """Local mode's one owner ('local') may run as many trainings as there are slots, and queue more, as
+    before the queue (a Seed experiment started during a Train-page training runs beside it)."""
+    q, launched = fake_queue(2)
+    tickets = [submit(q, launched, LOCAL_KEY, f"l{i}") for i in range(4)]  # no QueueLimitError
+    assert launched == ["l0", "l1"] and [t.state for t in tickets] == ["running", "running", "waiting", "waiting"]
+    tickets[0].done()
+    assert launched == ["l0", "l1", "l2"]
 
 
 def test_a_cancelled_ticket_never_starts_and_those_behind_move_up():
