@@ -9,3 +9,10 @@ import pytest
 def _own_vectors_cache(tmp_path_factory, monkeypatch):
     """Parsed word-vector files go to a folder of the test session's, not the user's ~/.cache."""
     monkeypatch.setenv("ATTENTION_PLAYGROUND_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture
+def runs_dir(tmp_path, monkeypatch):
+    """The app's runs root for this test: ``$ATTENTION_PLAYGROUND_RUNS`` in a temporary folder (not made yet)."""
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(tmp_path / "runs"))
+    return tmp_path / "runs"

@@ -14,10 +14,7 @@ TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True)
-def runs_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(tmp_path / "runs"))
-    return tmp_path / "runs"
+pytestmark = pytest.mark.usefixtures("runs_dir")  # every test on a runs root of its own (conftest)
 
 
 def test_home_predicts_the_default_sentence_at_once():

@@ -20,7 +20,7 @@ class FakeJob:
 
     @property
     def alive(self) -> bool:
-        return self.state.split()[0] in ("running", "paused")  # a JobSequence adds "(2 of 3)"
+        return self.state.split()[0] in ("running", "paused", "waiting")  # a JobSequence adds "(2 of 3)"
 
     @property
     def done(self) -> bool:
@@ -80,6 +80,9 @@ def test_back_on_its_page_a_finished_job_is_forgotten_and_a_running_one_kept_ali
     running.state = "paused (2 of 3)"  # a JobSequence's state names its current job
     at.run()
     assert [c.value for c in at.sidebar.caption] == ["Now: paused."]
+    running.state = "waiting"  # in the server's queue: not "in progress" (it was, while it waited)
+    at.run()
+    assert [c.value for c in at.sidebar.caption] == ["Now: waiting in line."]
 
 
 def test_no_tracked_job_nothing_drawn_and_the_module_does_not_load_torch():

@@ -31,10 +31,7 @@ FOLLOWED = {
 }
 
 
-@pytest.fixture(autouse=True)
-def runs_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(tmp_path / "runs"))
-    return tmp_path / "runs"
+pytestmark = pytest.mark.usefixtures("runs_dir")  # every test on a runs root of its own (conftest)
 
 
 @pytest.fixture(autouse=True)

@@ -98,12 +98,6 @@ def test_cli_predict_of_an_empty_sentence_says_it_is_empty(text):
 # --- the app ---------------------------------------------------------------------------------------
 
 
-@pytest.fixture()
-def runs_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(tmp_path / "runs"))
-    return tmp_path / "runs"
-
-
 def train_page(name: str, data: bytes) -> AppTest:
     at = AppTest.from_file(str(ROOT / "pages" / "1_Train.py"), default_timeout=TIMEOUT)
     at.session_state["train_upload_data"] = (name, data)  # what the page keeps of an upload

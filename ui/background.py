@@ -75,9 +75,10 @@ def keep_alive(pages: dict[str, Any], current: str) -> None:
                 job.heartbeat()
                 if page == current:  # its view may be scrolled away, or not drawn (no data chosen); the
                     # numbers there change faster than this does, so only whether it trains or waits
-                    st.caption(f"{label}: {'paused' if state.startswith('paused') else 'in progress'}.")
+                    st.caption(f"{label}: {_doing(state)}.")
                     continue
-                st.progress(fraction, text=f"{label}: {state} · epoch {epoch}/{epochs}")
+                waiting = state.startswith("waiting")  # no epoch yet: its place is on its page
+                st.progress(fraction, text=f"{label}: {'waiting in line' if waiting else f'{state} · epoch {epoch}/{epochs}'}")
                 st.page_link(pages[page], label=f"Watch on {pages[page].title}", icon=":material/monitoring:")
             elif page != current:  # (on its own page, the page shows how it ended)
                 st.caption(f"{label}: {state}.")
@@ -88,3 +89,8 @@ def keep_alive(pages: dict[str, Any], current: str) -> None:
 
     with st.sidebar:
         status()
+
+
+def _doing(state: str) -> str:
+    """A living job's state in two words (a JobSequence's state ends with "(2 of 3)")."""
+    return "paused" if state.startswith("paused") else "waiting in line" if state.startswith("waiting") else "in progress"
