@@ -144,3 +144,79 @@ def test_a_workspace_at_its_disk_limit_says_what_to_delete_and_loses_nothing(roo
     message = next(e.value for e in a.error if e.value.startswith("Cannot start"))
     assert "limit" in message and "'big'" in message
     assert sorted(p.name for p in workspace.iterdir()) == before  # nothing trained, nothing saved
+
+
+AUTH = {"redirect_uri": "http://localhost:8501/oauth2callback", "cookie_secret": "a-test-cookie-secret",
+        "client_id": "id", "client_secret": "secret",
+        "server_metadata_url": "https://idp.example/.well-known/openid-configuration"}
+ADA = {"is_logged_in": True, "iss": "https://idp.example", "sub": "ada-1", "name": "Ada", "email": "ada@school.example",
+       "email_verified": True}
+
+
+def visit_as(user: dict, secrets: dict | None = None, **query: str) -> AppTest:
+    """The app for a visitor whose ``st.user`` is ``user``, on a server with ``secrets``."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.secrets.update(secrets or {})
+    at.user = dict(user)
+    at.query_params.update(query)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def sign_in_buttons(at: AppTest) -> dict[str, str]:
+    return {b.key: b.label for b in at.button if b.key and b.key.startswith("workspace_sign_in")}
+
+
+def test_without_auth_in_secrets_no_sign_in_button(root):
+    at = visit_as({"is_logged_in": False})
+    assert sign_in_buttons(at) == {} and not [b for b in at.button if b.key == "workspace_sign_out"]
+    assert any("keep this link" in c.value for c in at.caption)
+
+
+def test_a_visitor_not_signed_in_gets_a_sign_in_button_that_calls_st_login(root, monkeypatch):
+    import streamlit
+
+    asked = []
+    monkeypatch.setattr(streamlit, "login", lambda provider=None: asked.append(provider))
+    at = visit_as({"is_logged_in": False}, {"auth": AUTH})
+    assert sign_in_buttons(at) == {"workspace_sign_in_": "Sign in"}
+    assert any("keep this link" in c.value for c in at.caption)  # until they sign in, the link is their workspace
+    at.button(key="workspace_sign_in_").click().run()
+    assert not at.exception and asked == [None]  # st.login() with the provider of [auth] itself
+
+
+def test_one_sign_in_button_per_named_provider(root, monkeypatch):
+    import streamlit
+
+    asked = []
+    monkeypatch.setattr(streamlit, "login", lambda provider=None: asked.append(provider))
+    provider = {k: AUTH[k] for k in ("client_id", "client_secret", "server_metadata_url")}
+    auth = {"redirect_uri": AUTH["redirect_uri"], "cookie_secret": "s", "google": provider, "microsoft": provider}
+    at = visit_as({"is_logged_in": False}, {"auth": auth})
+    assert sign_in_buttons(at) == {"workspace_sign_in_google": "Sign in with google",
+                                   "workspace_sign_in_microsoft": "Sign in with microsoft"}
+    at.button(key="workspace_sign_in_microsoft").click().run()
+    assert asked == ["microsoft"]
+
+
+def test_a_server_without_authlib_says_how_to_install_it(root, monkeypatch):
+    import streamlit.user_info
+
+    monkeypatch.setattr(streamlit.user_info, "is_authlib_installed", lambda: False)
+    at = visit_as({"is_logged_in": False}, {"auth": AUTH})
+    at.button(key="workspace_sign_in_").click().run()
+    assert not at.exception, at.exception
+    message = next(e.value for e in at.error if "Authlib" in e.value)
+    assert "pip install -e '.[signin]'" in message
+
+
+def test_a_signed_in_visitor_sees_their_label_and_signs_out(root):
+    at = visit_as(ADA, {"auth": AUTH})
+    assert any("Signed in as **Ada**" in c.value for c in at.caption)
+    assert not at.code and "w" not in at.query_params and sign_in_buttons(at) == {}  # no link: their identity is the workspace
+    at.button(key="workspace_sign_out").click().run()
+    assert not at.exception, at.exception
+    assert at.user.get("is_logged_in") is False  # st.logout cleared the identity
+    at.run()
+    assert "workspace_sign_in_" in sign_in_buttons(at) and token_of(at)  # now a visitor with a link

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import streamlit as st
@@ -39,17 +40,32 @@ def workspace_store() -> WorkspaceStore:
     return WorkspaceStore.from_env(ROOT / "runs", shared=_secret("shared") is True)
 
 
-def _signed_in_user() -> tuple[str, str, str] | None:
-    """(issuer, subject, name or e-mail) of a visitor signed in with ``st.login``, else None."""
+def sign_in_providers() -> list[str | None]:
+    """The identity providers that ``[auth]`` in secrets.toml sets up for ``st.login``: None for the
+    one configured in ``[auth]`` itself, then each ``[auth.<name>]``; empty without sign-in."""
+    auth = _secret("auth")
+    if not isinstance(auth, Mapping):
+        return []
+    named = [str(name) for name, value in auth.items() if isinstance(value, Mapping)]
+    return ([None] if "client_id" in auth else []) + named
+
+
+def _signed_in_claims() -> dict | None:
+    """The identity claims (``iss``, ``sub``, ``name``, ``email``…) of a visitor signed in with
+    ``st.login``, else None."""
     try:
-        user = st.user
-        if not user.get("is_logged_in"):
-            return None
-        issuer, subject = user.get("iss"), user.get("sub")
-        label = user.get("name") or user.get("email") or ""
+        claims = st.user.to_dict()
     except (AttributeError, KeyError, RuntimeError):  # no sign-in configured
         return None
-    return (str(issuer), str(subject), str(label)) if issuer and subject else None
+    return claims if claims.get("is_logged_in") is True and claims.get("iss") and claims.get("sub") else None
+
+
+def _signed_in_user() -> tuple[str, str, str] | None:
+    """(issuer, subject, name or e-mail) of a visitor signed in with ``st.login``, else None."""
+    claims = _signed_in_claims()
+    if claims is None:
+        return None
+    return str(claims["iss"]), str(claims["sub"]), str(claims.get("name") or claims.get("email") or "")
 
 
 def current_workspace() -> Workspace:
@@ -74,6 +90,11 @@ def current_workspace() -> Workspace:
 def workspace_key() -> str:
     """'local' on one's own machine; the visitor's workspace key (a digest, not the token) when shared."""
     return current_workspace().key
+
+
+def signed_in_label() -> str | None:
+    """The label of the signed-in visitor's workspace (their name or e-mail), else None."""
+    return current_workspace().label if workspace_store().shared and _signed_in_user() is not None else None
 
 
 def workspace_token() -> str | None:
