@@ -23,7 +23,7 @@ import re
 import secrets
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +33,7 @@ from attention_core.runs import OWN_FILES, check_run_name, delete_run, list_runs
 SHARED_ENV = "ATTENTION_PLAYGROUND_SHARED"
 RUNS_ENV = "ATTENTION_PLAYGROUND_RUNS"
 TEACHER_ENV = "ATTENTION_PLAYGROUND_TEACHER_TOKEN"
+TEACHER_EMAILS_ENV = "ATTENTION_PLAYGROUND_TEACHER_EMAILS"
 CAP_ENV = "ATTENTION_PLAYGROUND_WORKSPACE_MB"
 LOCAL_KEY = "local"  # the key of the one workspace on one's own machine
 TOKEN_BYTES = 16  # 128 bits
@@ -78,6 +79,58 @@ def is_teacher(given: str | None, teacher_token: str | None) -> bool:
     if not teacher_token or not given:
         return False
     return hmac.compare_digest(given.encode("utf-8", "replace"), teacher_token.encode("utf-8", "replace"))
+
+
+def teacher_emails(value: str | Iterable[str] | None) -> frozenset[str]:
+    """The teachers' e-mail addresses, lower-cased: ``value`` is comma-separated text (the
+    environment) or a list (secrets.toml). An entry that is no address is a ``WorkspaceError``.
+
+    Example:
+        >>> sorted(teacher_emails("Ada@School.example, bob@school.example"))
+        ['ada@school.example', 'bob@school.example']
+    """
+    if value is None:
+        return frozenset()
+    if not isinstance(value, Iterable):
+        raise WorkspaceError(f"the teacher e-mails are {value!r}", "give a list: teacher_emails = [\"ada@school.example\"]")
+    entries = value.split(",") if isinstance(value, str) else list(value)
+    emails = set()
+    for entry in entries:
+        email = entry.strip().lower() if isinstance(entry, str) else ""
+        if not email and isinstance(entry, str):
+            continue  # "a@x, " : a trailing comma
+        if not re.fullmatch(r"[^@\s]+@[^@\s]+", email):
+            raise WorkspaceError(f"the teacher e-mail {str(entry).strip()[:60]!r} is not an address",
+                                 f"list addresses such as ada@school.example in {TEACHER_EMAILS_ENV} (comma-separated) "
+                                 "or teacher_emails = [...] in secrets.toml")
+        emails.add(email)
+    return frozenset(emails)
+
+
+def verified_email(claims: Mapping[str, object]) -> str | None:
+    """The signed-in user's e-mail (lower-cased) if it can be trusted, else None.
+
+    ``email_verified`` (OpenID Connect Core, standard claims) says whether the provider checked
+    that the user owns the address. Where a provider sends it, only ``true`` is trusted: ``false``
+    means an address the user typed and never proved (a self-service sign-up, say), which could be
+    the teacher's. Where it is absent (Microsoft Entra ID sends none), the address is trusted: the
+    deployment chose that provider, and the README says to choose one whose addresses its users
+    cannot set themselves.
+    """
+    email = claims.get("email")
+    if not isinstance(email, str) or "@" not in email:
+        return None
+    if "email_verified" in claims:
+        verified = claims["email_verified"]
+        if not (verified is True or (isinstance(verified, str) and verified.strip().lower() == "true")):
+            return None  # some providers send the claim as the string "true"
+    return email.strip().lower()
+
+
+def is_teacher_email(claims: Mapping[str, object], emails: frozenset[str]) -> bool:
+    """Whether a signed-in user with identity ``claims`` is a teacher: their verified e-mail is in ``emails``."""
+    email = verified_email(claims)
+    return email is not None and email in emails
 
 
 @dataclass(frozen=True)

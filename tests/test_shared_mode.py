@@ -220,3 +220,42 @@ def test_a_signed_in_visitor_sees_their_label_and_signs_out(root):
     assert at.user.get("is_logged_in") is False  # st.logout cleared the identity
     at.run()
     assert "workspace_sign_in_" in sign_in_buttons(at) and token_of(at)  # now a visitor with a link
+
+
+def teacher_panel(at: AppTest) -> bool:
+    return any("Teacher" in e.label for e in at.expander)
+
+
+@pytest.mark.parametrize("verified, teacher", [(True, True), ("true", True), (None, True), (False, False), ("false", False)])
+def test_a_signed_in_teacher_is_known_by_a_verified_email(root, monkeypatch, verified, teacher):
+    """None: the provider sends no email_verified claim (e.g. Entra ID), and its e-mail is trusted."""
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_TEACHER_EMAILS", "bob@school.example, ADA@school.example")
+    user = {k: v for k, v in ADA.items() if k != "email_verified"}
+    if verified is not None:
+        user["email_verified"] = verified
+    assert teacher_panel(visit_as(user, {"auth": AUTH})) is teacher
+
+
+def test_a_teacher_by_email_publishes_and_a_learner_or_a_signed_out_visitor_is_not_one(root):
+    secrets = {"auth": AUTH, "teacher_emails": ["ada@school.example"]}
+    ada = visit_as(ADA, secrets)
+    assert teacher_panel(ada)
+    workspace = WorkspaceStore(root, shared=True).for_user(ADA["iss"], ADA["sub"], ADA["name"])
+    workspace.runs_dir.mkdir(parents=True)
+    shutil.copytree(ROOT / "data" / "default_run", workspace.runs_dir / "demo")
+    ada.run()
+    ada.button(key="workspace_publish").click().run()
+    assert not ada.exception and any("Published" in s.value for s in ada.success)
+    assert [r.label for r in WorkspaceStore(root, shared=True).published_runs()] == ["Ada"]
+    learner = visit_as({**ADA, "sub": "cy-2", "name": "Cy", "email": "cy@school.example"}, secrets)
+    assert not teacher_panel(learner) and "📌 demo — by Ada" in models(learner)
+    ada.button(key="workspace_sign_out").click().run()
+    assert not teacher_panel(ada.run())
+
+
+def test_a_malformed_teacher_email_setting_stops_the_page_with_its_fix(root, monkeypatch):
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_TEACHER_EMAILS", "ada@school.example, bob")
+    at = visit_as(ADA, {"auth": AUTH})
+    message = at.error[0].value
+    assert "workspace settings are wrong" in message and "'bob'" in message and "ATTENTION_PLAYGROUND_TEACHER_EMAILS" in message
+    assert not teacher_panel(at)

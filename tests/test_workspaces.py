@@ -18,10 +18,13 @@ from attention_core.workspaces import (
     WorkspaceError,
     WorkspaceStore,
     is_teacher,
+    is_teacher_email,
     is_token,
     new_token,
+    teacher_emails,
     token_key,
     user_key,
+    verified_email,
 )
 
 BUNDLED = Path(__file__).resolve().parents[1] / "data" / "default_run"
@@ -247,3 +250,35 @@ def test_a_planted_link_to_another_workspace_is_not_listed(tmp_path):
     b.runs_dir.mkdir(parents=True)
     os.symlink(a.runs_dir / "a-secret", b.runs_dir / "peek")
     assert list_runs(b.runs_dir) == [] and store.usage(b) == 0
+
+
+def test_teacher_emails_from_the_environment_or_a_list_and_a_bad_entry_says_so():
+    assert teacher_emails(" Ada@School.example,bob@school.example, ") == {"ada@school.example", "bob@school.example"}
+    assert teacher_emails(["Ada@School.example"]) == {"ada@school.example"}
+    assert teacher_emails(None) == teacher_emails("") == frozenset()
+    for bad in ("ada", "ada@school.example, bob", ["a@b@c"], ["x y@z"], [3], 3):
+        with pytest.raises(WorkspaceError, match="teacher e-mail") as err:
+            teacher_emails(bad)
+        assert "ATTENTION_PLAYGROUND_TEACHER_EMAILS" in err.value.hint or "teacher_emails" in err.value.hint
+
+
+@pytest.mark.parametrize("claims, email", [
+    ({"email": "Ada@School.example", "email_verified": True}, "ada@school.example"),
+    ({"email": "ada@school.example", "email_verified": "true"}, "ada@school.example"),  # a provider that sends text
+    ({"email": "ada@school.example"}, "ada@school.example"),  # no claim (e.g. Entra ID): the provider is trusted
+    ({"email": "ada@school.example", "email_verified": False}, None),  # typed, never proved
+    ({"email": "ada@school.example", "email_verified": "false"}, None),
+    ({"email": "ada@school.example", "email_verified": None}, None),
+    ({"email": "ada@school.example", "email_verified": 1}, None),
+    ({"email_verified": True}, None),
+    ({"email": "not-an-address", "email_verified": True}, None),
+])
+def test_only_an_email_the_provider_verified_or_did_not_qualify_is_trusted(claims, email):
+    assert verified_email(claims) == email
+    assert is_teacher_email(claims, frozenset({"ada@school.example"})) is (email is not None)
+
+
+def test_a_teacher_email_is_compared_whole_and_needs_a_list():
+    claims = {"email": "ada@school.example.evil", "email_verified": True}
+    assert not is_teacher_email(claims, frozenset({"ada@school.example"}))
+    assert not is_teacher_email({"email": "ada@school.example"}, frozenset())

@@ -11,7 +11,17 @@ import streamlit as st
 from attention_core import Embeddings, EmbeddingSource, Run, load_embeddings, load_run
 from attention_core.errors import EmbeddingError, InputError
 from attention_core.runs import list_runs, relink_embeddings, run_stamp
-from attention_core.workspaces import TEACHER_ENV, PublishedRun, Workspace, WorkspaceStore, is_teacher, is_token
+from attention_core.workspaces import (
+    TEACHER_EMAILS_ENV,
+    TEACHER_ENV,
+    PublishedRun,
+    Workspace,
+    WorkspaceStore,
+    is_teacher,
+    is_teacher_email,
+    is_token,
+    teacher_emails,
+)
 from ui.preview import BUNDLED_NAME, DEFAULT_RUN, EXAMPLES, ROOT  # noqa: F401 — re-exported for the pages
 from ui.state import kept  # noqa: F401 — re-exported for the pages
 
@@ -103,9 +113,10 @@ def workspace_token() -> str | None:
 
 
 def is_teacher_visitor() -> bool:
-    """Whether this tab holds the teacher token (``?teacher=…``, checked against
-    ``$ATTENTION_PLAYGROUND_TEACHER_TOKEN`` or ``teacher_token`` in secrets.toml). The token is taken
-    out of the address once read (class screens are shared); the tab keeps the role."""
+    """Whether this tab is the teacher's: it holds the teacher token (``?teacher=…``, checked against
+    ``$ATTENTION_PLAYGROUND_TEACHER_TOKEN`` or ``teacher_token`` in secrets.toml), or its visitor is
+    signed in with a verified e-mail of :func:`teacher_email_list`. The token is taken out of the
+    address once read (class screens are shared); the tab keeps the role."""
     if not workspace_store().shared:
         return False
     given = st.query_params.get(TEACHER_PARAM)
@@ -113,7 +124,24 @@ def is_teacher_visitor() -> bool:
         expected = os.environ.get(TEACHER_ENV) or _secret("teacher_token")
         st.session_state["workspace_teacher"] = is_teacher(given, expected if isinstance(expected, str) else None)
         del st.query_params[TEACHER_PARAM]
-    return bool(st.session_state.get("workspace_teacher", False))
+    return bool(st.session_state.get("workspace_teacher", False)) or _signed_in_teacher()
+
+
+def teacher_email_list() -> frozenset[str]:
+    """The teachers' e-mails: ``$ATTENTION_PLAYGROUND_TEACHER_EMAILS`` (comma-separated) or
+    ``teacher_emails = [...]`` in secrets.toml. Raises ``WorkspaceError`` for an entry that is no address."""
+    return teacher_emails(os.environ.get(TEACHER_EMAILS_ENV) or _secret("teacher_emails"))
+
+
+def _signed_in_teacher() -> bool:
+    claims = _signed_in_claims()
+    if claims is None:
+        return False
+    try:
+        emails = teacher_email_list()
+    except InputError:  # the sidebar shows the setting's error, and stops the page
+        return False
+    return is_teacher_email(claims, emails)
 
 
 def runs_dir() -> Path:

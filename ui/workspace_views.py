@@ -36,6 +36,7 @@ def sidebar() -> None:
         if not store.shared:
             return
         workspace = common.current_workspace()
+        common.teacher_email_list()
     except InputError as err:
         st.error(f"The server's workspace settings are wrong: {err}")
         st.stop()
