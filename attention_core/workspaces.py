@@ -23,6 +23,7 @@ import re
 import secrets
 import shutil
 import tempfile
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ TEACHER_ENV = "ATTENTION_PLAYGROUND_TEACHER_TOKEN"
 TEACHER_EMAILS_ENV = "ATTENTION_PLAYGROUND_TEACHER_EMAILS"
 CAP_ENV = "ATTENTION_PLAYGROUND_WORKSPACE_MB"
 LOCAL_KEY = "local"  # the key of the one workspace on one's own machine
+TOKEN_PARAM = "w"  # the query parameter of a private link that holds the token: <app>/?w=<token>
 TOKEN_BYTES = 16  # 128 bits
 TOKEN_PATTERN = re.compile(r"[A-Za-z0-9_-]{22}")  # what token_urlsafe(16) makes, and nothing else
 KEY_LENGTH = 32  # hex digits of sha256 kept: 128 bits
@@ -61,6 +63,26 @@ def is_token(value: object) -> bool:
 def _digest(kind: str, *parts: str) -> str:
     data = "\0".join((kind, *parts)).encode("utf-8", "surrogatepass")
     return hashlib.sha256(data).hexdigest()[:KEY_LENGTH]
+
+
+def token_from_link(value: str) -> str:
+    """The token in ``value``: a token itself, or a private link ``http://…/?w=<token>``.
+
+    Unlike the app, which gives a visitor with a malformed token a new workspace, this is for a
+    token someone typed or pasted (the command line): anything else is a ``WorkspaceError``.
+
+    Example:
+        >>> token_from_link("http://localhost:8501/?w=AAAAAAAAAAAAAAAAAAAAAA")
+        'AAAAAAAAAAAAAAAAAAAAAA'
+    """
+    text = value.strip()
+    if "?" in text or "://" in text:
+        found = urllib.parse.parse_qs(urllib.parse.urlsplit(text).query).get(TOKEN_PARAM, [])
+        text = found[0] if len(found) == 1 else ""
+    if not is_token(text):
+        raise WorkspaceError(f"{value[:80]!r} is neither a workspace token nor a private link",
+                             f"copy the link under 'keep this link' in the app's sidebar (…?{TOKEN_PARAM}= and 22 characters)")
+    return text
 
 
 def token_key(token: str) -> str:
@@ -206,10 +228,30 @@ class WorkspaceStore:
         key = token_key(token)
         return Workspace(key, self.root / WORKSPACES / key, f"learner {key[:6]}"), token
 
+    def for_link(self, value: str) -> Workspace:
+        """The workspace of a token or private link someone typed (:func:`token_from_link`); a
+        malformed one is a ``WorkspaceError``, never a new workspace."""
+        return self.for_token(token_from_link(value))[0]
+
     def for_user(self, issuer: str, subject: str, label: str) -> Workspace:
         """The workspace of a signed-in user, labelled with their name or e-mail."""
         key = user_key(issuer, subject)
         return Workspace(key, self.root / WORKSPACES / key, label.strip()[:80] or f"user {key[:6]}")
+
+    def run_path(self, workspace: Workspace, name: str) -> Path:
+        """Where the run ``name`` of ``workspace`` is (or will be saved); ``name`` must be a plain run
+        name (:func:`attention_core.runs.check_run_name`)."""
+        return workspace.runs_dir / check_run_name(name)
+
+    def find_run(self, workspace: Workspace, name: str) -> Path:
+        """The folder of the run ``name`` in ``workspace``; a ``WorkspaceError`` naming the workspace's
+        own runs if there is none (a link is not followed)."""
+        path = self.run_path(workspace, name)
+        if path.is_symlink() or not path.is_dir() or not (path / "config.json").is_file():
+            own = [p.name for p in list_runs(workspace.runs_dir)]
+            hint = f"its runs: {', '.join(own[:10])}" if own else "it holds no runs yet: train one into it"
+            raise WorkspaceError(f"this workspace has no run named {name!r}", hint)
+        return path
 
     # -- disk space ---------------------------------------------------------------------------
 

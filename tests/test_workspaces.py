@@ -282,3 +282,32 @@ def test_a_teacher_email_is_compared_whole_and_needs_a_list():
     claims = {"email": "ada@school.example.evil", "email_verified": True}
     assert not is_teacher_email(claims, frozenset({"ada@school.example"}))
     assert not is_teacher_email({"email": "ada@school.example"}, frozenset())
+
+
+def test_a_typed_token_or_link_is_read_strictly(tmp_path):
+    from attention_core.workspaces import token_from_link
+
+    store, token = WorkspaceStore(tmp_path, shared=True), new_token()
+    for given in (token, f" {token}\n", f"http://localhost:8501/?w={token}", f"https://class.example/Train?x=1&w={token}#top"):
+        assert token_from_link(given) == token
+        assert store.for_link(given) == store.for_token(token)[0]
+    for bad in ("", "abc", f"{token}x", f"http://h/?w={token}&w={new_token()}", f"http://h/?teacher={token}",
+                f"http://h/{token}", "http://h/?w=../../etc/passwd"):
+        with pytest.raises(WorkspaceError, match="neither a workspace token nor a private link"):
+            store.for_link(bad)
+
+
+def test_a_run_of_a_workspace_is_found_by_a_plain_name_only(tmp_path):
+    store, a, b = two_workspaces(tmp_path)
+    put_run(a.runs_dir, "mine")
+    assert store.find_run(a, "mine") == a.runs_dir / "mine"
+    with pytest.raises(WorkspaceError, match="no run named 'mine'") as err:
+        store.find_run(b, "mine")
+    assert "mine" not in err.value.hint  # b is not told of a's runs
+    (b.runs_dir).mkdir(parents=True)
+    (b.runs_dir / "link").symlink_to(a.runs_dir / "mine")
+    with pytest.raises(WorkspaceError, match="no run named 'link'"):
+        store.find_run(b, "link")
+    for bad in ("../" + a.key, "..", "a/b", "x" * 81, ""):
+        with pytest.raises(RunError):
+            store.run_path(a, bad)

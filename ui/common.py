@@ -14,6 +14,7 @@ from attention_core.runs import list_runs, relink_embeddings, run_stamp
 from attention_core.workspaces import (
     TEACHER_EMAILS_ENV,
     TEACHER_ENV,
+    TOKEN_PARAM,
     PublishedRun,
     Workspace,
     WorkspaceStore,
@@ -31,7 +32,6 @@ BUNDLED_DATA = {
 }
 
 
-TOKEN_PARAM = "w"  # the query parameter holding a visitor's workspace token (shared mode)
 TEACHER_PARAM = "teacher"  # the query parameter holding the teacher token
 
 
