@@ -259,3 +259,57 @@ def test_a_malformed_teacher_email_setting_stops_the_page_with_its_fix(root, mon
     message = at.error[0].value
     assert "workspace settings are wrong" in message and "'bob'" in message and "ATTENTION_PLAYGROUND_TEACHER_EMAILS" in message
     assert not teacher_panel(at)
+
+
+COOKIE = "attention_playground_workspace"
+
+
+def scripts(at: AppTest) -> list[str]:
+    return [h.proto.body for h in at.get("html") if "<script>" in h.proto.body]
+
+
+def with_cookies(monkeypatch, cookies: dict[str, str]) -> None:
+    """The cookies the browser sent with the tab's first request (AppTest sends none)."""
+    from streamlit.runtime.context import ContextProxy
+
+    monkeypatch.setattr(ContextProxy, "cookies", property(lambda self: cookies))
+
+
+def test_the_link_says_a_new_tab_without_it_opens_a_new_empty_workspace(root):
+    at = visit()
+    assert any("a new tab without this link opens a new, empty workspace" in c.value for c in at.caption)
+    assert at.checkbox(key="workspace_remember").value is False and not scripts(at)  # opt-in: no cookie by default
+
+
+def test_remember_me_writes_the_token_in_a_cookie_and_unticking_removes_only_that_one(root):
+    at = visit()
+    token = token_of(at)
+    at.checkbox(key="workspace_remember").check().run()
+    [script] = scripts(at)
+    assert f'document.cookie = "{COOKIE}={token}; Max-Age=2592000; Path=/; SameSite=Strict"' in script
+    assert '"https:" ? "; Secure"' in script
+    assert any("this browser opens them in a new tab too" in c.value for c in at.caption)
+    at.checkbox(key="workspace_remember").uncheck().run()
+    [script] = scripts(at)
+    assert f'includes("{COOKIE}={token}")' in script and f'"{COOKIE}=; Max-Age=0' in script
+
+
+def test_a_remembered_browser_opens_its_workspace_in_a_new_tab_and_a_link_still_wins(root, monkeypatch):
+    a = visit()
+    token_a = token_of(a)
+    put_run(root, token_a, "a-run")
+    with_cookies(monkeypatch, {COOKIE: token_a})
+    bare = visit()  # a new tab, no link: the remembered workspace
+    assert token_of(bare) == token_a and "a-run" in models(bare)
+    assert bare.checkbox(key="workspace_remember").value is True
+    other = visit(w="B" * 22)  # another workspace's link: that one, and the cookie is left alone
+    assert token_of(other) == "B" * 22 and "a-run" not in models(other)
+    assert other.checkbox(key="workspace_remember").value is False and not scripts(other)
+
+
+@pytest.mark.parametrize("cookie", ["../../etc", "short", "a" * 21 + "/"])
+def test_a_malformed_remembered_token_is_a_new_workspace(root, monkeypatch, cookie):
+    with_cookies(monkeypatch, {COOKIE: cookie})
+    at = visit()
+    assert token_of(at) != cookie and not at.error
+    assert at.checkbox(key="workspace_remember").value is False

@@ -33,6 +33,8 @@ BUNDLED_DATA = {
 
 
 TEACHER_PARAM = "teacher"  # the query parameter holding the teacher token
+REMEMBER_COOKIE = "attention_playground_workspace"  # a browser's remembered workspace token (opt-in)
+REMEMBER_DAYS = 30
 
 
 def _secret(name: str) -> object | None:
@@ -78,9 +80,17 @@ def _signed_in_user() -> tuple[str, str, str] | None:
     return str(claims["iss"]), str(claims["sub"]), str(claims.get("name") or claims.get("email") or "")
 
 
+def remembered_token() -> str | None:
+    """The token this browser keeps in the cookie ``REMEMBER_COOKIE`` ("Remember me on this browser",
+    ``ui.workspace_views``), if it holds a well-formed one. Cookies are those of the tab's first request."""
+    token = st.context.cookies.get(REMEMBER_COOKIE)
+    return token if is_token(token) else None
+
+
 def current_workspace() -> Workspace:
     """The visitor's workspace: the runs root locally; in shared mode the signed-in user's, or the
-    one of the token in the address (``?w=…``), a new one (put into the address) without a valid one."""
+    one of the token in the address (``?w=…``), else the one this browser remembers, else a new one
+    (put into the address)."""
     store = workspace_store()
     if not store.shared:
         return store.local()
@@ -88,8 +98,8 @@ def current_workspace() -> Workspace:
     if user is not None:
         return store.for_user(*user)
     given = st.query_params.get(TOKEN_PARAM)
-    if not is_token(given):  # none or malformed: this tab's own, else a new one
-        given = st.session_state.get("workspace_token")
+    if not is_token(given):  # none or malformed: this tab's own, else the remembered one, else a new one
+        given = st.session_state.get("workspace_token") or remembered_token()
     workspace, token = store.for_token(given)
     st.session_state["workspace_token"] = token
     if st.query_params.get(TOKEN_PARAM) != token:
@@ -100,11 +110,6 @@ def current_workspace() -> Workspace:
 def workspace_key() -> str:
     """'local' on one's own machine; the visitor's workspace key (a digest, not the token) when shared."""
     return current_workspace().key
-
-
-def signed_in_label() -> str | None:
-    """The label of the signed-in visitor's workspace (their name or e-mail), else None."""
-    return current_workspace().label if workspace_store().shared and _signed_in_user() is not None else None
 
 
 def workspace_token() -> str | None:

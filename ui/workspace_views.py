@@ -49,12 +49,51 @@ def sidebar() -> None:
                 st.logout()
         else:
             base = (st.context.url or "").split("?")[0]
-            st.caption("keep this link: it opens your runs")
+            remembered = _remember_me(token)
+            st.caption("keep this link: it opens your runs" + (
+                " (this browser opens them in a new tab too)" if remembered else
+                "; a new tab without this link opens a new, empty workspace"))
             st.code(f"{base}?{common.TOKEN_PARAM}={token}", language=None, wrap_lines=True)
+            _remember_me_box()
             if providers:
                 _sign_in(providers)
         if common.is_teacher_visitor():
             _teacher_panel()
+
+
+def _remember_me(token: str) -> bool:
+    """Whether this browser remembers ``token`` (the box is ticked), keeping its cookie in step: set
+    while ticked, removed once unticked. A cookie is written by the page's script (Streamlit sets
+    none of its own); the server reads it from the next tab's first request."""
+    from ui import common
+
+    if "workspace_remember" not in st.session_state:  # a new tab: ticked if the browser remembers this workspace
+        st.session_state["workspace_remember"] = common.remembered_token() == token
+        st.session_state["workspace_cookie_set"] = st.session_state["workspace_remember"]
+    name = common.REMEMBER_COOKIE
+    if st.session_state["workspace_remember"]:
+        st.session_state["workspace_cookie_set"] = True
+        _script(f'document.cookie = "{name}={token}; Max-Age={common.REMEMBER_DAYS * 86400}; Path=/; SameSite=Strict"'
+                ' + (location.protocol === "https:" ? "; Secure" : "");')
+        return True
+    if st.session_state["workspace_cookie_set"]:  # only this workspace's cookie: another tab may have set another's since
+        _script(f'if (document.cookie.split("; ").includes("{name}={token}")) '
+                f'document.cookie = "{name}=; Max-Age=0; Path=/; SameSite=Strict";')
+    return False
+
+
+def _remember_me_box() -> None:
+    from ui import common
+
+    st.checkbox("Remember me on this browser", key="workspace_remember",
+                help=f"A new tab on this browser then opens your runs without the link, for {common.REMEMBER_DAYS} "
+                     "days. Not on a shared computer: the next person there would see your runs. Untick to forget.")
+
+
+def _script(code: str) -> None:
+    """Run ``code`` in the page. The browser may run it again when the sidebar is redrawn: it must
+    do the same each time."""
+    st.html(f"<script>{code}</script>", unsafe_allow_javascript=True, width="content")
 
 
 def _sign_in(providers: list[str | None]) -> None:
