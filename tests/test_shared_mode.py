@@ -313,3 +313,36 @@ def test_a_malformed_remembered_token_is_a_new_workspace(root, monkeypatch, cook
     at = visit()
     assert token_of(at) != cookie and not at.error
     assert at.checkbox(key="workspace_remember").value is False
+
+
+def bomb_of_a_run(padding_mb: int) -> bytes:
+    """A run's zip that loads, whose history.json ends in ``padding_mb`` MB of spaces: tiny once
+    compressed, that much larger once unpacked."""
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in ("config.json", "vocab.json", "model.safetensors"):
+            zf.write(ROOT / "data" / "default_run" / name, arcname=name)
+        history = (ROOT / "data" / "default_run" / "history.json").read_bytes()
+        zf.writestr("history.json", history + b" " * (padding_mb * 1024 * 1024))
+    return buf.getvalue()
+
+
+def test_a_run_zip_is_measured_by_its_unpacked_size_against_the_disk_limit(root, monkeypatch):
+    """The zip is 1.3 MB and fits a 4 MB limit; unpacked it is 21.6 MB: refused, nothing written."""
+    data = bomb_of_a_run(20)
+    assert len(data) < 2 * 1024 * 1024
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_WORKSPACE_MB", "4")
+    a = visit()
+    workspace = WorkspaceStore(root, shared=True).for_token(token_of(a))[0].runs_dir
+    a.switch_page("pages/1_Train.py").run()
+    a.file_uploader(key="train_run_upload").upload("padded.zip", data, "application/zip").run()
+    assert not a.exception, a.exception
+    message = next(e.value for e in a.error if e.value.startswith("Cannot upload padded.zip"))
+    assert "limit is 4 MB" in message
+    assert not workspace.exists() or not any(workspace.iterdir())  # nothing unpacked, not even a temporary folder
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_WORKSPACE_MB", "30")  # room for it: the same zip is taken
+    a.file_uploader(key="train_run_upload").upload("padded2.zip", data, "application/zip").run()
+    assert any(s.value.startswith("Uploaded run 'padded2'") for s in a.success)

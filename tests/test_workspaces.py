@@ -311,3 +311,42 @@ def test_a_run_of_a_workspace_is_found_by_a_plain_name_only(tmp_path):
     for bad in ("../" + a.key, "..", "a/b", "x" * 81, ""):
         with pytest.raises(RunError):
             store.run_path(a, bad)
+
+
+def _with_declared_size(data: bytes, entry: str, size: int) -> bytes:
+    """``data`` (a zip) whose central directory declares ``size`` bytes for ``entry`` (a lie)."""
+    import struct
+
+    out, name = bytearray(data), entry.encode()
+    at = out.find(b"PK\x01\x02")
+    while at != -1:  # each central directory record: its name at +46, its uncompressed size at +24
+        length = struct.unpack_from("<H", out, at + 28)[0]
+        if bytes(out[at + 46:at + 46 + length]) == name:
+            struct.pack_into("<I", out, at + 24, size)
+        at = out.find(b"PK\x01\x02", at + 4)
+    return bytes(out)
+
+
+def test_a_run_zip_is_measured_unpacked_from_its_central_directory(tmp_path):
+    from attention_core.runs import MAX_UNPACKED_BYTES, run_to_zip, zip_unpacked_size
+
+    data = run_to_zip(BUNDLED)
+    files = [f for f in os.listdir(BUNDLED) if f != "preview.json"]
+    assert zip_unpacked_size(data) == sum((BUNDLED / f).stat().st_size for f in files) > len(data)
+    bomb = _with_declared_size(data, "history.json", MAX_UNPACKED_BYTES)  # 800 MB declared by a 6 MB zip
+    with pytest.raises(RunError, match="declares 80[0-9] MB once unpacked"):
+        zip_unpacked_size(bomb)
+    with pytest.raises(RunError, match="not a zip archive"):
+        zip_unpacked_size(b"PK not really")
+
+
+def test_a_run_zip_that_lies_about_a_size_is_refused_and_nothing_is_written(tmp_path):
+    """zipfile reads an entry only up to its declared size, then checks it (BadZipFile): the upload
+    says so as a RunError, never a traceback on the Train page."""
+    from attention_core.runs import run_from_zip, run_to_zip, zip_unpacked_size
+
+    data = _with_declared_size(run_to_zip(BUNDLED), "history.json", 1000)
+    assert zip_unpacked_size(data) < zip_unpacked_size(run_to_zip(BUNDLED))
+    with pytest.raises(RunError, match="the archive is damaged .*'history.json'"):
+        run_from_zip(data, tmp_path / "runs", "liar")
+    assert list((tmp_path / "runs").iterdir()) == []
