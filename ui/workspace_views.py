@@ -63,8 +63,8 @@ def sidebar() -> None:
 
 def _remember_me(token: str) -> bool:
     """Whether this browser remembers ``token`` (the box is ticked), keeping its cookie in step: set
-    while ticked, removed once unticked. A cookie is written by the page's script (Streamlit sets
-    none of its own); the server reads it from the next tab's first request."""
+    while ticked, removed once unticked. Streamlit has no call that sets a cookie, so the page's
+    script writes it; the server reads it (``st.context.cookies``) when the next tab connects."""
     from ui import common
 
     if "workspace_remember" not in st.session_state:  # a new tab: ticked if the browser remembers this workspace
