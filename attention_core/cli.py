@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from attention_core.errors import ConfigError, InputError, RunError
 
 if TYPE_CHECKING:
     from attention_core.runs import Prediction
+    from attention_core.workspaces import Workspace, WorkspaceStore
 
 EXIT_BAD_INPUT = 2
 
@@ -39,7 +41,10 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train a model on a CSV and save the run")
     t.add_argument("csv", help="CSV with a text column and a label column")
-    t.add_argument("--out", required=True, help="run folder to write: a new or empty folder (checked before training)")
+    where = t.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", help="run folder to write: a new or empty folder (checked before training)")
+    where.add_argument("--workspace", metavar="TOKEN_OR_LINK",
+                       help="save into this workspace of a shared server (its private link or token) as --name")
     t.add_argument("--overwrite", action="store_true", help="replace the run already in --out (never other files)")
     from attention_core.presets import cli_help
 
@@ -60,21 +65,58 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
                         "other processes leave the cores free, 1 beside a busy one)")
     t.add_argument("--embeddings", metavar="FILE", help="your own word2vec/GloVe file instead of GloVe 6B 50d")
     t.add_argument("--vocab-limit", type=int, help="use only the N most frequent words of the embeddings")
-    t.add_argument("--name", help="a display name for the run (default: the directory name)")
+    t.add_argument("--name", help="the run's name (with --workspace: required, the name the app lists; "
+                                  "otherwise shown in the app, default the directory name)")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
+    _runs_root_argument(t)
 
     pr = sub.add_parser("predict", help="classify one sentence and show its attention")
-    pr.add_argument("run", help="run directory")
+    pr.add_argument("run", help="run directory (with --workspace: the run's name there)")
     pr.add_argument("text", help="the sentence")
     pr.add_argument("--embeddings", metavar="FILE", help="word-vector file, if the run's has moved")
+    _workspace_arguments(pr)
 
     e = sub.add_parser("evaluate", help="accuracy, macro F1 and confusion of a run on a labelled CSV")
-    e.add_argument("run", help="run directory")
+    e.add_argument("run", help="run directory (with --workspace: the run's name there)")
     e.add_argument("csv", help="labelled CSV")
     e.add_argument("--text-col")
     e.add_argument("--label-col")
     e.add_argument("--embeddings", metavar="FILE", help="word-vector file, if the run's has moved")
+    _workspace_arguments(e)
     return p
+
+
+def _runs_root_argument(p: argparse.ArgumentParser) -> None:
+    from attention_core.workspaces import RUNS_ENV
+
+    p.add_argument("--runs-root", metavar="DIR",
+                   help=f"the shared server's runs folder, for --workspace (default: ${RUNS_ENV}, as for the app)")
+
+
+def _workspace_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workspace", metavar="TOKEN_OR_LINK", help="read the run from this workspace of a shared server "
+                                                                "(its private link or token)")
+    _runs_root_argument(p)
+
+
+def _workspace(args: argparse.Namespace) -> tuple[WorkspaceStore, Workspace]:
+    """The store of the shared server's runs root and the workspace of ``--workspace``."""
+    from attention_core.workspaces import RUNS_ENV, WorkspaceStore
+
+    root = args.runs_root or os.environ.get(RUNS_ENV)
+    if not root:
+        raise ConfigError("--workspace needs the shared server's runs folder",
+                          f"pass --runs-root DIR, or set {RUNS_ENV} as for the app")
+    store = WorkspaceStore.from_env(root, {**os.environ, RUNS_ENV: root}, shared=True)
+    return store, store.for_link(args.workspace)
+
+
+def _run_dir(args: argparse.Namespace) -> str | Path:
+    """The run that predict / evaluate read: a folder, or with --workspace a run's name there."""
+    if args.workspace is None:
+        return args.run
+    store, workspace = _workspace(args)
+    return store.find_run(workspace, args.run)
 
 
 def _device(name: str) -> str:
@@ -92,7 +134,17 @@ def _device(name: str) -> str:
 def _train(args: argparse.Namespace) -> dict:
     from attention_core.runs import prepare_destination
 
-    destination = prepare_destination(args.out, overwrite=args.overwrite)  # before any work: nothing to lose yet
+    out = args.out
+    if args.workspace is not None:
+        if not args.name:
+            raise ConfigError("--workspace needs --name", "name the run, e.g. --name uci-1: the app lists it so")
+        store, workspace = _workspace(args)
+        out = store.run_path(workspace, args.name)
+        if (out / "config.json").exists() and not args.overwrite:
+            raise ConfigError(f"this workspace has a run named {args.name!r} already",
+                              "choose another --name, or --overwrite to replace it")
+        store.check_space(workspace)  # its disk limit ($ATTENTION_PLAYGROUND_WORKSPACE_MB), as in the app
+    destination = prepare_destination(out, overwrite=args.overwrite)  # before any work: nothing to lose yet
     try:
         return _train_into(args, destination.path)
     except BaseException:
@@ -158,7 +210,7 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
 def _predict(args: argparse.Namespace) -> dict:
     from attention_core.runs import load_run
 
-    prediction = load_run(args.run, embedding_file=args.embeddings).predict(args.text)
+    prediction = load_run(_run_dir(args), embedding_file=args.embeddings).predict(args.text)
     print(prediction_summary(prediction), file=sys.stderr)
     return prediction.to_dict()
 
@@ -186,7 +238,7 @@ def _evaluate(args: argparse.Namespace) -> dict:
     from attention_core.runs import load_run
     from attention_core.training import evaluate_model
 
-    run = load_run(args.run, embedding_file=args.embeddings)
+    run = load_run(_run_dir(args), embedding_file=args.embeddings)
     dataset = load_dataset(args.csv, text_col=args.text_col, label_col=args.label_col)
     m = evaluate_model(run.model, run.encoder, dataset, run.label_names)
     return {"accuracy": m.accuracy, "macro_f1": m.macro_f1, "n": m.n, "confusion": m.confusion, "labels": m.labels}

@@ -31,6 +31,7 @@ import stat
 import tempfile
 import time
 import zipfile
+import zlib
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ SNAPSHOT_FILE = "snapshots.safetensors"  # optional (runs saved before it existe
 PREVIEW_FILE = "preview.json"  # optional: the bundled run's saved first answer (ui/preview.py)
 OWN_FILES = (*RUN_FILES, SNAPSHOT_FILE, PREVIEW_FILE)  # everything a run folder may hold
 MAX_ZIP_BYTES = 200 * 1024 * 1024
+MAX_UNPACKED_BYTES = 4 * MAX_ZIP_BYTES  # a run's files, unpacked: more is a zip bomb, not a run
 MAX_NAME_LENGTH = 80
 OUT_HINT = "choose a new folder, or --overwrite to replace an earlier run"
 
@@ -557,7 +559,7 @@ def run_from_zip(data: bytes, runs_dir: str | os.PathLike, name: str) -> Path:
     if missing:
         raise RunError(f"the archive has no {', '.join(missing)}", "upload a zip made by 'Download run'")
     files = [f for f in (*RUN_FILES, SNAPSHOT_FILE) if f in names]
-    if sum(names[f].file_size for f in files) > 4 * MAX_ZIP_BYTES:
+    if sum(names[f].file_size for f in files) > MAX_UNPACKED_BYTES:
         raise RunError("the archive unpacks to more than the allowed size", "upload a zip made by 'Download run'")
     runs_dir = Path(runs_dir)
     runs_dir.mkdir(parents=True, exist_ok=True)
@@ -565,7 +567,7 @@ def run_from_zip(data: bytes, runs_dir: str | os.PathLike, name: str) -> Path:
     target = None
     try:
         for f in files:  # only our own files, written under names we choose
-            (tmp / f).write_bytes(zf.read(names[f]))
+            (tmp / f).write_bytes(_read_entry(zf, names[f]))
         load_run(tmp)  # raises RunError if anything is wrong
         os.chmod(tmp, 0o755)
         target = _claim_free_folder(runs_dir, name)
@@ -577,6 +579,34 @@ def run_from_zip(data: bytes, runs_dir: str | os.PathLike, name: str) -> Path:
                 target.rmdir()
         raise
     return target
+
+
+def _read_entry(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """An entry's bytes: at most its declared size (zipfile stops there); one that does not match
+    its declared size or checksum is a ``RunError``."""
+    try:
+        return zf.read(info)
+    except (zipfile.BadZipFile, zlib.error, EOFError) as err:
+        raise RunError(f"the archive is damaged ({info.filename[:60]!r}: {err})", "download the run again and upload that file") from err
+
+
+def zip_unpacked_size(data: bytes) -> int:
+    """The bytes a run zip's entries take once unpacked, as its central directory declares them:
+    nothing is decompressed. What :func:`run_from_zip` writes is at most this (it reads no entry
+    past its declared size), so a workspace's room is checked against it before anything is written.
+
+    Raises ``RunError`` for bytes that are no zip, and for declared sizes beyond any run's
+    (``MAX_UNPACKED_BYTES``: a zip bomb).
+    """
+    try:
+        infos = zipfile.ZipFile(io.BytesIO(data)).infolist()
+    except zipfile.BadZipFile as err:
+        raise RunError("the upload is not a zip archive", "download a run with 'Download run' and upload that file") from err
+    total = sum(info.file_size for info in infos)
+    if total > MAX_UNPACKED_BYTES:
+        raise RunError(f"the archive declares {total / 2**20:,.0f} MB once unpacked",
+                       f"a run is far smaller (the limit is {MAX_UNPACKED_BYTES // 2**20} MB): upload a zip made by 'Download run'")
+    return total
 
 
 def safe_name(name: str) -> str:

@@ -23,7 +23,8 @@ import re
 import secrets
 import shutil
 import tempfile
-from collections.abc import Mapping
+import urllib.parse
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,8 +34,10 @@ from attention_core.runs import OWN_FILES, check_run_name, delete_run, list_runs
 SHARED_ENV = "ATTENTION_PLAYGROUND_SHARED"
 RUNS_ENV = "ATTENTION_PLAYGROUND_RUNS"
 TEACHER_ENV = "ATTENTION_PLAYGROUND_TEACHER_TOKEN"
+TEACHER_EMAILS_ENV = "ATTENTION_PLAYGROUND_TEACHER_EMAILS"
 CAP_ENV = "ATTENTION_PLAYGROUND_WORKSPACE_MB"
 LOCAL_KEY = "local"  # the key of the one workspace on one's own machine
+TOKEN_PARAM = "w"  # the query parameter of a private link that holds the token: <app>/?w=<token>
 TOKEN_BYTES = 16  # 128 bits
 TOKEN_PATTERN = re.compile(r"[A-Za-z0-9_-]{22}")  # what token_urlsafe(16) makes, and nothing else
 KEY_LENGTH = 32  # hex digits of sha256 kept: 128 bits
@@ -62,6 +65,26 @@ def _digest(kind: str, *parts: str) -> str:
     return hashlib.sha256(data).hexdigest()[:KEY_LENGTH]
 
 
+def token_from_link(value: str) -> str:
+    """The token in ``value``: a token itself, or a private link ``http://…/?w=<token>``.
+
+    Unlike the app, which gives a visitor with a malformed token a new workspace, this is for a
+    token someone typed or pasted (the command line): anything else is a ``WorkspaceError``.
+
+    Example:
+        >>> token_from_link("http://localhost:8501/?w=AAAAAAAAAAAAAAAAAAAAAA")
+        'AAAAAAAAAAAAAAAAAAAAAA'
+    """
+    text = value.strip()
+    if "?" in text or "://" in text:
+        found = urllib.parse.parse_qs(urllib.parse.urlsplit(text).query).get(TOKEN_PARAM, [])
+        text = found[0] if len(found) == 1 else ""
+    if not is_token(text):
+        raise WorkspaceError(f"{value[:80]!r} is neither a workspace token nor a private link",
+                             f"copy the link under 'keep this link' in the app's sidebar (…?{TOKEN_PARAM}= and 22 characters)")
+    return text
+
+
 def token_key(token: str) -> str:
     """The workspace key of a well-formed token (its digest: the token never reaches the disk)."""
     assert is_token(token)
@@ -78,6 +101,58 @@ def is_teacher(given: str | None, teacher_token: str | None) -> bool:
     if not teacher_token or not given:
         return False
     return hmac.compare_digest(given.encode("utf-8", "replace"), teacher_token.encode("utf-8", "replace"))
+
+
+def teacher_emails(value: str | Iterable[str] | None) -> frozenset[str]:
+    """The teachers' e-mail addresses, lower-cased: ``value`` is comma-separated text (the
+    environment) or a list (secrets.toml). An entry that is no address is a ``WorkspaceError``.
+
+    Example:
+        >>> sorted(teacher_emails("Ada@School.example, bob@school.example"))
+        ['ada@school.example', 'bob@school.example']
+    """
+    if value is None:
+        return frozenset()
+    if not isinstance(value, Iterable):
+        raise WorkspaceError(f"the teacher e-mails are {value!r}", "give a list: teacher_emails = [\"ada@school.example\"]")
+    entries = value.split(",") if isinstance(value, str) else list(value)
+    emails = set()
+    for entry in entries:
+        email = entry.strip().lower() if isinstance(entry, str) else ""
+        if not email and isinstance(entry, str):
+            continue  # "a@x, " : a trailing comma
+        if not re.fullmatch(r"[^@\s]+@[^@\s]+", email):
+            raise WorkspaceError(f"the teacher e-mail {str(entry).strip()[:60]!r} is not an address",
+                                 f"list addresses such as ada@school.example in {TEACHER_EMAILS_ENV} (comma-separated) "
+                                 "or teacher_emails = [...] in secrets.toml")
+        emails.add(email)
+    return frozenset(emails)
+
+
+def verified_email(claims: Mapping[str, object]) -> str | None:
+    """The signed-in user's e-mail (lower-cased) if it can be trusted, else None.
+
+    ``email_verified`` (OpenID Connect Core, standard claims) says whether the provider checked
+    that the user owns the address. Where a provider sends it, only ``true`` is trusted: ``false``
+    means an address the user typed and never proved (a self-service sign-up, say), which could be
+    the teacher's. Where it is absent (Microsoft Entra ID sends none), the address is trusted: the
+    deployment chose that provider, and the README says to choose one whose addresses its users
+    cannot set themselves.
+    """
+    email = claims.get("email")
+    if not isinstance(email, str) or "@" not in email:
+        return None
+    if "email_verified" in claims:
+        verified = claims["email_verified"]
+        if not (verified is True or (isinstance(verified, str) and verified.strip().lower() == "true")):
+            return None  # some providers send the claim as the string "true"
+    return email.strip().lower()
+
+
+def is_teacher_email(claims: Mapping[str, object], emails: frozenset[str]) -> bool:
+    """Whether a signed-in user with identity ``claims`` is a teacher: their verified e-mail is in ``emails``."""
+    email = verified_email(claims)
+    return email is not None and email in emails
 
 
 @dataclass(frozen=True)
@@ -153,10 +228,30 @@ class WorkspaceStore:
         key = token_key(token)
         return Workspace(key, self.root / WORKSPACES / key, f"learner {key[:6]}"), token
 
+    def for_link(self, value: str) -> Workspace:
+        """The workspace of a token or private link someone typed (:func:`token_from_link`); a
+        malformed one is a ``WorkspaceError``, never a new workspace."""
+        return self.for_token(token_from_link(value))[0]
+
     def for_user(self, issuer: str, subject: str, label: str) -> Workspace:
         """The workspace of a signed-in user, labelled with their name or e-mail."""
         key = user_key(issuer, subject)
         return Workspace(key, self.root / WORKSPACES / key, label.strip()[:80] or f"user {key[:6]}")
+
+    def run_path(self, workspace: Workspace, name: str) -> Path:
+        """Where the run ``name`` of ``workspace`` is (or will be saved); ``name`` must be a plain run
+        name (:func:`attention_core.runs.check_run_name`)."""
+        return workspace.runs_dir / check_run_name(name)
+
+    def find_run(self, workspace: Workspace, name: str) -> Path:
+        """The folder of the run ``name`` in ``workspace``; a ``WorkspaceError`` naming the workspace's
+        own runs if there is none (a link is not followed)."""
+        path = self.run_path(workspace, name)
+        if path.is_symlink() or not path.is_dir() or not (path / "config.json").is_file():
+            own = [p.name for p in list_runs(workspace.runs_dir)]
+            hint = f"its runs: {', '.join(own[:10])}" if own else "it holds no runs yet: train one into it"
+            raise WorkspaceError(f"this workspace has no run named {name!r}", hint)
+        return path
 
     # -- disk space ---------------------------------------------------------------------------
 

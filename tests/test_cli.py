@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from attention_core.runs import list_runs, load_run
+from attention_core.workspaces import WorkspaceStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -244,3 +249,107 @@ def test_the_default_thread_count_is_chosen_while_training_and_threads_n_fixes_i
     updates.clear()
     assert cli_module.main([*args, "--out", str(tmp_path / "fixed"), "--threads", "1"]) == 0
     assert updates == []
+
+
+# -- a shared server's workspace (--workspace): the runs a learner sees in the app -------------------------
+
+TINY = ("--epochs", "1", "--layers", "1", "--heads", "1", "--threads", "1", "--quiet")
+
+
+@pytest.fixture(scope="module")
+def workspace_run(tmp_path_factory) -> tuple[Path, str]:
+    """A run 'cli-run' trained with --workspace <private link> into a shared runs root (the root from
+    $ATTENTION_PLAYGROUND_RUNS, as the app takes it); returns (root, token)."""
+    from attention_core.workspaces import new_token
+
+    root, token = tmp_path_factory.mktemp("shared") / "runs", new_token()
+    env = {**os.environ, "ATTENTION_PLAYGROUND_RUNS": str(root)}
+    r = subprocess.run([sys.executable, "-m", "attention_core", "train", "data/small.csv", "--workspace",
+                        f"http://localhost:8501/?w={token}", "--name", "cli-run", *TINY],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    return root, token
+
+
+def test_train_into_a_workspace_saves_where_the_app_lists_it(workspace_run):
+    root, token = workspace_run
+    store = WorkspaceStore(root, shared=True)
+    workspace = store.for_token(token)[0]
+    assert [p.name for p in list_runs(workspace.runs_dir)] == ["cli-run"]
+    assert [p.relative_to(root).as_posix() for p in root.iterdir()] == ["workspaces"]
+    assert [p.name for p in (root / "workspaces").iterdir()] == [workspace.key]  # a digest: the token is not on disk
+    assert token not in "".join(str(p) for p in root.rglob("*"))
+    assert list(load_run(workspace.runs_dir / "cli-run").label_names) == ["negative", "neutral", "positive"]
+    assert not list_runs(store.for_token(None)[0].runs_dir)  # another visitor's workspace does not hold it
+
+
+def test_predict_and_evaluate_read_a_run_by_name_from_a_workspace(workspace_run, monkeypatch, capsys):
+    from attention_core import cli as cli_module
+
+    root, token = workspace_run
+    monkeypatch.chdir(ROOT)
+    assert cli_module.main(["predict", "--workspace", token, "--runs-root", str(root), "cli-run", "a fine phone"]) == 0
+    by_name = last_json(capsys.readouterr().out)
+    path = WorkspaceStore(root, shared=True).for_token(token)[0].runs_dir / "cli-run"
+    assert cli_module.main(["predict", str(path), "a fine phone"]) == 0
+    assert last_json(capsys.readouterr().out) == by_name
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(root))
+    assert cli_module.main(["evaluate", "cli-run", "data/small.csv", "--workspace", f"https://class.example/Train?w={token}"]) == 0
+    assert last_json(capsys.readouterr().out)["n"] == 39
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--workspace", "abc", "--name", "r"], "'abc' is neither a workspace token nor a private link"),
+    (["--workspace", "http://localhost:8501/", "--name", "r"], "neither a workspace token nor a private link"),
+    (["--workspace", "http://localhost:8501/?w=../../etc/passwd", "--name", "r"], "neither a workspace token"),
+    (["--workspace", "{token}", "--name", "../x"], "'../x' cannot name a run"),
+    (["--workspace", "{token}", "--name", "x" * 81], "the name is 81 characters long"),
+    (["--workspace", "{token}"], "--workspace needs --name"),
+    (["--workspace", "{token}", "--name", "cli-run"], "this workspace has a run named 'cli-run' already"),
+    (["--workspace", "{token}", "--name", "r", "--out", "elsewhere"], "not allowed with argument"),
+])
+def test_train_into_a_workspace_refuses_bad_input_before_training_and_writes_nothing(workspace_run, monkeypatch, capsys,
+                                                                                      args, message):
+    from attention_core import cli as cli_module
+
+    root, token = workspace_run
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(root))
+    monkeypatch.chdir(ROOT)
+    before = _tree(root)
+    with pytest.raises(SystemExit) if "not allowed" in message else contextlib.nullcontext():
+        code = cli_module.main(["train", "data/small.csv", *(a.format(token=token) for a in args), *TINY])
+        assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and " — " in err and "Traceback" not in err, err
+    assert _tree(root) == before
+
+
+def test_a_workspace_needs_a_runs_root_and_keeps_its_disk_limit(workspace_run, monkeypatch, capsys):
+    from attention_core import cli as cli_module
+
+    root, token = workspace_run
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("ATTENTION_PLAYGROUND_RUNS", raising=False)
+    assert cli_module.main(["train", "data/small.csv", "--workspace", token, "--name", "r", *TINY]) == 2
+    assert "--runs-root" in capsys.readouterr().err
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_WORKSPACE_MB", "0.01")  # the run there is larger
+    before = _tree(root)
+    assert cli_module.main(["train", "data/small.csv", "--workspace", token, "--runs-root", str(root), "--name", "r", *TINY]) == 2
+    err = capsys.readouterr().err
+    assert "its limit is" in err and "'cli-run'" in err
+    assert _tree(root) == before
+
+
+def test_predict_from_a_workspace_sees_only_that_workspace(workspace_run, monkeypatch, capsys):
+    from attention_core import cli as cli_module
+    from attention_core.workspaces import new_token
+
+    root, token = workspace_run
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(root))
+    assert cli_module.main(["predict", "--workspace", new_token(), "cli-run", "a fine phone"]) == 2
+    err = capsys.readouterr().err
+    assert "this workspace has no run named 'cli-run'" in err and "holds no runs yet" in err
+    assert cli_module.main(["predict", "--workspace", token, "nope", "a fine phone"]) == 2
+    assert "its runs: cli-run" in capsys.readouterr().err
+    assert cli_module.main(["predict", "--workspace", token, "../../workspaces", "a fine phone"]) == 2
+    assert "cannot name a run" in capsys.readouterr().err

@@ -144,3 +144,205 @@ def test_a_workspace_at_its_disk_limit_says_what_to_delete_and_loses_nothing(roo
     message = next(e.value for e in a.error if e.value.startswith("Cannot start"))
     assert "limit" in message and "'big'" in message
     assert sorted(p.name for p in workspace.iterdir()) == before  # nothing trained, nothing saved
+
+
+AUTH = {"redirect_uri": "http://localhost:8501/oauth2callback", "cookie_secret": "a-test-cookie-secret",
+        "client_id": "id", "client_secret": "secret",
+        "server_metadata_url": "https://idp.example/.well-known/openid-configuration"}
+ADA = {"is_logged_in": True, "iss": "https://idp.example", "sub": "ada-1", "name": "Ada", "email": "ada@school.example",
+       "email_verified": True}
+
+
+def visit_as(user: dict, secrets: dict | None = None, **query: str) -> AppTest:
+    """The app for a visitor whose ``st.user`` is ``user``, on a server with ``secrets``."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.secrets.update(secrets or {})
+    at.user = dict(user)
+    at.query_params.update(query)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def sign_in_buttons(at: AppTest) -> dict[str, str]:
+    return {b.key: b.label for b in at.button if b.key and b.key.startswith("workspace_sign_in")}
+
+
+def test_without_auth_in_secrets_no_sign_in_button(root):
+    at = visit_as({"is_logged_in": False})
+    assert sign_in_buttons(at) == {} and not [b for b in at.button if b.key == "workspace_sign_out"]
+    assert any("keep this link" in c.value for c in at.caption)
+
+
+def test_a_visitor_not_signed_in_gets_a_sign_in_button_that_calls_st_login(root, monkeypatch):
+    import streamlit
+
+    asked = []
+    monkeypatch.setattr(streamlit, "login", lambda provider=None: asked.append(provider))
+    at = visit_as({"is_logged_in": False}, {"auth": AUTH})
+    assert sign_in_buttons(at) == {"workspace_sign_in_": "Sign in"}
+    assert any("keep this link" in c.value for c in at.caption)  # until they sign in, the link is their workspace
+    at.button(key="workspace_sign_in_").click().run()
+    assert not at.exception and asked == [None]  # st.login() with the provider of [auth] itself
+
+
+def test_one_sign_in_button_per_named_provider(root, monkeypatch):
+    import streamlit
+
+    asked = []
+    monkeypatch.setattr(streamlit, "login", lambda provider=None: asked.append(provider))
+    provider = {k: AUTH[k] for k in ("client_id", "client_secret", "server_metadata_url")}
+    auth = {"redirect_uri": AUTH["redirect_uri"], "cookie_secret": "s", "google": provider, "microsoft": provider}
+    at = visit_as({"is_logged_in": False}, {"auth": auth})
+    assert sign_in_buttons(at) == {"workspace_sign_in_google": "Sign in with google",
+                                   "workspace_sign_in_microsoft": "Sign in with microsoft"}
+    at.button(key="workspace_sign_in_microsoft").click().run()
+    assert asked == ["microsoft"]
+
+
+def test_a_server_without_authlib_says_how_to_install_it(root, monkeypatch):
+    import streamlit.user_info
+
+    monkeypatch.setattr(streamlit.user_info, "is_authlib_installed", lambda: False)
+    at = visit_as({"is_logged_in": False}, {"auth": AUTH})
+    at.button(key="workspace_sign_in_").click().run()
+    assert not at.exception, at.exception
+    message = next(e.value for e in at.error if "Authlib" in e.value)
+    assert "pip install -e '.[signin]'" in message
+
+
+def test_a_signed_in_visitor_sees_their_label_and_signs_out(root):
+    at = visit_as(ADA, {"auth": AUTH})
+    assert any("Signed in as **Ada**" in c.value for c in at.caption)
+    assert not at.code and "w" not in at.query_params and sign_in_buttons(at) == {}  # no link: their identity is the workspace
+    at.button(key="workspace_sign_out").click().run()
+    assert not at.exception, at.exception
+    assert at.user.get("is_logged_in") is False  # st.logout cleared the identity
+    at.run()
+    assert "workspace_sign_in_" in sign_in_buttons(at) and token_of(at)  # now a visitor with a link
+
+
+def teacher_panel(at: AppTest) -> bool:
+    return any("Teacher" in e.label for e in at.expander)
+
+
+@pytest.mark.parametrize("verified, teacher", [(True, True), ("true", True), (None, True), (False, False), ("false", False)])
+def test_a_signed_in_teacher_is_known_by_a_verified_email(root, monkeypatch, verified, teacher):
+    """None: the provider sends no email_verified claim (e.g. Entra ID), and its e-mail is trusted."""
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_TEACHER_EMAILS", "bob@school.example, ADA@school.example")
+    user = {k: v for k, v in ADA.items() if k != "email_verified"}
+    if verified is not None:
+        user["email_verified"] = verified
+    assert teacher_panel(visit_as(user, {"auth": AUTH})) is teacher
+
+
+def test_a_teacher_by_email_publishes_and_a_learner_or_a_signed_out_visitor_is_not_one(root):
+    secrets = {"auth": AUTH, "teacher_emails": ["ada@school.example"]}
+    ada = visit_as(ADA, secrets)
+    assert teacher_panel(ada)
+    workspace = WorkspaceStore(root, shared=True).for_user(ADA["iss"], ADA["sub"], ADA["name"])
+    workspace.runs_dir.mkdir(parents=True)
+    shutil.copytree(ROOT / "data" / "default_run", workspace.runs_dir / "demo")
+    ada.run()
+    ada.button(key="workspace_publish").click().run()
+    assert not ada.exception and any("Published" in s.value for s in ada.success)
+    assert [r.label for r in WorkspaceStore(root, shared=True).published_runs()] == ["Ada"]
+    learner = visit_as({**ADA, "sub": "cy-2", "name": "Cy", "email": "cy@school.example"}, secrets)
+    assert not teacher_panel(learner) and "📌 demo — by Ada" in models(learner)
+    ada.button(key="workspace_sign_out").click().run()
+    assert not teacher_panel(ada.run())
+
+
+def test_a_malformed_teacher_email_setting_stops_the_page_with_its_fix(root, monkeypatch):
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_TEACHER_EMAILS", "ada@school.example, bob")
+    at = visit_as(ADA, {"auth": AUTH})
+    message = at.error[0].value
+    assert "workspace settings are wrong" in message and "'bob'" in message and "ATTENTION_PLAYGROUND_TEACHER_EMAILS" in message
+    assert not teacher_panel(at)
+
+
+COOKIE = "attention_playground_workspace"
+
+
+def scripts(at: AppTest) -> list[str]:
+    return [h.proto.body for h in at.get("html") if "<script>" in h.proto.body]
+
+
+def with_cookies(monkeypatch, cookies: dict[str, str]) -> None:
+    """The cookies the browser sent with the tab's first request (AppTest sends none)."""
+    from streamlit.runtime.context import ContextProxy
+
+    monkeypatch.setattr(ContextProxy, "cookies", property(lambda self: cookies))
+
+
+def test_the_link_says_a_new_tab_without_it_opens_a_new_empty_workspace(root):
+    at = visit()
+    assert any("a new tab without this link opens a new, empty workspace" in c.value for c in at.caption)
+    assert at.checkbox(key="workspace_remember").value is False and not scripts(at)  # opt-in: no cookie by default
+
+
+def test_remember_me_writes_the_token_in_a_cookie_and_unticking_removes_only_that_one(root):
+    at = visit()
+    token = token_of(at)
+    at.checkbox(key="workspace_remember").check().run()
+    [script] = scripts(at)
+    assert f'document.cookie = "{COOKIE}={token}; Max-Age=2592000; Path=/; SameSite=Strict"' in script
+    assert '"https:" ? "; Secure"' in script
+    assert any("this browser opens them in a new tab too" in c.value for c in at.caption)
+    at.checkbox(key="workspace_remember").uncheck().run()
+    [script] = scripts(at)
+    assert f'includes("{COOKIE}={token}")' in script and f'"{COOKIE}=; Max-Age=0' in script
+
+
+def test_a_remembered_browser_opens_its_workspace_in_a_new_tab_and_a_link_still_wins(root, monkeypatch):
+    a = visit()
+    token_a = token_of(a)
+    put_run(root, token_a, "a-run")
+    with_cookies(monkeypatch, {COOKIE: token_a})
+    bare = visit()  # a new tab, no link: the remembered workspace
+    assert token_of(bare) == token_a and "a-run" in models(bare)
+    assert bare.checkbox(key="workspace_remember").value is True
+    other = visit(w="B" * 22)  # another workspace's link: that one, and the cookie is left alone
+    assert token_of(other) == "B" * 22 and "a-run" not in models(other)
+    assert other.checkbox(key="workspace_remember").value is False and not scripts(other)
+
+
+@pytest.mark.parametrize("cookie", ["../../etc", "short", "a" * 21 + "/"])
+def test_a_malformed_remembered_token_is_a_new_workspace(root, monkeypatch, cookie):
+    with_cookies(monkeypatch, {COOKIE: cookie})
+    at = visit()
+    assert token_of(at) != cookie and not at.error
+    assert at.checkbox(key="workspace_remember").value is False
+
+
+def bomb_of_a_run(padding_mb: int) -> bytes:
+    """A run's zip that loads, whose history.json ends in ``padding_mb`` MB of spaces: tiny once
+    compressed, that much larger once unpacked."""
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in ("config.json", "vocab.json", "model.safetensors"):
+            zf.write(ROOT / "data" / "default_run" / name, arcname=name)
+        history = (ROOT / "data" / "default_run" / "history.json").read_bytes()
+        zf.writestr("history.json", history + b" " * (padding_mb * 1024 * 1024))
+    return buf.getvalue()
+
+
+def test_a_run_zip_is_measured_by_its_unpacked_size_against_the_disk_limit(root, monkeypatch):
+    """The zip is 1.3 MB and fits a 4 MB limit; unpacked it is 21.6 MB: refused, nothing written."""
+    data = bomb_of_a_run(20)
+    assert len(data) < 2 * 1024 * 1024
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_WORKSPACE_MB", "4")
+    a = visit()
+    workspace = WorkspaceStore(root, shared=True).for_token(token_of(a))[0].runs_dir
+    a.switch_page("pages/1_Train.py").run()
+    a.file_uploader(key="train_run_upload").upload("padded.zip", data, "application/zip").run()
+    assert not a.exception, a.exception
+    message = next(e.value for e in a.error if e.value.startswith("Cannot upload padded.zip"))
+    assert "limit is 4 MB" in message
+    assert not workspace.exists() or not any(workspace.iterdir())  # nothing unpacked, not even a temporary folder
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_WORKSPACE_MB", "30")  # room for it: the same zip is taken
+    a.file_uploader(key="train_run_upload").upload("padded2.zip", data, "application/zip").run()
+    assert any(s.value.startswith("Uploaded run 'padded2'") for s in a.success)

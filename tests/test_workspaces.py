@@ -18,10 +18,13 @@ from attention_core.workspaces import (
     WorkspaceError,
     WorkspaceStore,
     is_teacher,
+    is_teacher_email,
     is_token,
     new_token,
+    teacher_emails,
     token_key,
     user_key,
+    verified_email,
 )
 
 BUNDLED = Path(__file__).resolve().parents[1] / "data" / "default_run"
@@ -247,3 +250,103 @@ def test_a_planted_link_to_another_workspace_is_not_listed(tmp_path):
     b.runs_dir.mkdir(parents=True)
     os.symlink(a.runs_dir / "a-secret", b.runs_dir / "peek")
     assert list_runs(b.runs_dir) == [] and store.usage(b) == 0
+
+
+def test_teacher_emails_from_the_environment_or_a_list_and_a_bad_entry_says_so():
+    assert teacher_emails(" Ada@School.example,bob@school.example, ") == {"ada@school.example", "bob@school.example"}
+    assert teacher_emails(["Ada@School.example"]) == {"ada@school.example"}
+    assert teacher_emails(None) == teacher_emails("") == frozenset()
+    for bad in ("ada", "ada@school.example, bob", ["a@b@c"], ["x y@z"], [3], 3):
+        with pytest.raises(WorkspaceError, match="teacher e-mail") as err:
+            teacher_emails(bad)
+        assert "ATTENTION_PLAYGROUND_TEACHER_EMAILS" in err.value.hint or "teacher_emails" in err.value.hint
+
+
+@pytest.mark.parametrize("claims, email", [
+    ({"email": "Ada@School.example", "email_verified": True}, "ada@school.example"),
+    ({"email": "ada@school.example", "email_verified": "true"}, "ada@school.example"),  # a provider that sends text
+    ({"email": "ada@school.example"}, "ada@school.example"),  # no claim (e.g. Entra ID): the provider is trusted
+    ({"email": "ada@school.example", "email_verified": False}, None),  # typed, never proved
+    ({"email": "ada@school.example", "email_verified": "false"}, None),
+    ({"email": "ada@school.example", "email_verified": None}, None),
+    ({"email": "ada@school.example", "email_verified": 1}, None),
+    ({"email_verified": True}, None),
+    ({"email": "not-an-address", "email_verified": True}, None),
+])
+def test_only_an_email_the_provider_verified_or_did_not_qualify_is_trusted(claims, email):
+    assert verified_email(claims) == email
+    assert is_teacher_email(claims, frozenset({"ada@school.example"})) is (email is not None)
+
+
+def test_a_teacher_email_is_compared_whole_and_needs_a_list():
+    claims = {"email": "ada@school.example.evil", "email_verified": True}
+    assert not is_teacher_email(claims, frozenset({"ada@school.example"}))
+    assert not is_teacher_email({"email": "ada@school.example"}, frozenset())
+
+
+def test_a_typed_token_or_link_is_read_strictly(tmp_path):
+    from attention_core.workspaces import token_from_link
+
+    store, token = WorkspaceStore(tmp_path, shared=True), new_token()
+    for given in (token, f" {token}\n", f"http://localhost:8501/?w={token}", f"https://class.example/Train?x=1&w={token}#top"):
+        assert token_from_link(given) == token
+        assert store.for_link(given) == store.for_token(token)[0]
+    for bad in ("", "abc", f"{token}x", f"http://h/?w={token}&w={new_token()}", f"http://h/?teacher={token}",
+                f"http://h/{token}", "http://h/?w=../../etc/passwd"):
+        with pytest.raises(WorkspaceError, match="neither a workspace token nor a private link"):
+            store.for_link(bad)
+
+
+def test_a_run_of_a_workspace_is_found_by_a_plain_name_only(tmp_path):
+    store, a, b = two_workspaces(tmp_path)
+    put_run(a.runs_dir, "mine")
+    assert store.find_run(a, "mine") == a.runs_dir / "mine"
+    with pytest.raises(WorkspaceError, match="no run named 'mine'") as err:
+        store.find_run(b, "mine")
+    assert "mine" not in err.value.hint  # b is not told of a's runs
+    (b.runs_dir).mkdir(parents=True)
+    (b.runs_dir / "link").symlink_to(a.runs_dir / "mine")
+    with pytest.raises(WorkspaceError, match="no run named 'link'"):
+        store.find_run(b, "link")
+    for bad in ("../" + a.key, "..", "a/b", "x" * 81, ""):
+        with pytest.raises(RunError):
+            store.run_path(a, bad)
+
+
+def _with_declared_size(data: bytes, entry: str, size: int) -> bytes:
+    """``data`` (a zip) whose central directory declares ``size`` bytes for ``entry`` (a lie)."""
+    import struct
+
+    out, name = bytearray(data), entry.encode()
+    at = out.find(b"PK\x01\x02")
+    while at != -1:  # each central directory record: its name at +46, its uncompressed size at +24
+        length = struct.unpack_from("<H", out, at + 28)[0]
+        if bytes(out[at + 46:at + 46 + length]) == name:
+            struct.pack_into("<I", out, at + 24, size)
+        at = out.find(b"PK\x01\x02", at + 4)
+    return bytes(out)
+
+
+def test_a_run_zip_is_measured_unpacked_from_its_central_directory(tmp_path):
+    from attention_core.runs import MAX_UNPACKED_BYTES, run_to_zip, zip_unpacked_size
+
+    data = run_to_zip(BUNDLED)
+    files = [f for f in os.listdir(BUNDLED) if f != "preview.json"]
+    assert zip_unpacked_size(data) == sum((BUNDLED / f).stat().st_size for f in files) > len(data)
+    bomb = _with_declared_size(data, "history.json", MAX_UNPACKED_BYTES)  # 800 MB declared by a 6 MB zip
+    with pytest.raises(RunError, match="declares 80[0-9] MB once unpacked"):
+        zip_unpacked_size(bomb)
+    with pytest.raises(RunError, match="not a zip archive"):
+        zip_unpacked_size(b"PK not really")
+
+
+def test_a_run_zip_that_lies_about_a_size_is_refused_and_nothing_is_written(tmp_path):
+    """zipfile reads an entry only up to its declared size, then checks it (BadZipFile): the upload
+    says so as a RunError, never a traceback on the Train page."""
+    from attention_core.runs import run_from_zip, run_to_zip, zip_unpacked_size
+
+    data = _with_declared_size(run_to_zip(BUNDLED), "history.json", 1000)
+    assert zip_unpacked_size(data) < zip_unpacked_size(run_to_zip(BUNDLED))
+    with pytest.raises(RunError, match="the archive is damaged .*'history.json'"):
+        run_from_zip(data, tmp_path / "runs", "liar")
+    assert list((tmp_path / "runs").iterdir()) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import streamlit as st
@@ -10,7 +11,18 @@ import streamlit as st
 from attention_core import Embeddings, EmbeddingSource, Run, load_embeddings, load_run
 from attention_core.errors import EmbeddingError, InputError
 from attention_core.runs import list_runs, relink_embeddings, run_stamp
-from attention_core.workspaces import TEACHER_ENV, PublishedRun, Workspace, WorkspaceStore, is_teacher, is_token
+from attention_core.workspaces import (
+    TEACHER_EMAILS_ENV,
+    TEACHER_ENV,
+    TOKEN_PARAM,
+    PublishedRun,
+    Workspace,
+    WorkspaceStore,
+    is_teacher,
+    is_teacher_email,
+    is_token,
+    teacher_emails,
+)
 from ui.preview import BUNDLED_NAME, DEFAULT_RUN, EXAMPLES, ROOT  # noqa: F401 — re-exported for the pages
 from ui.state import kept  # noqa: F401 — re-exported for the pages
 
@@ -20,8 +32,9 @@ BUNDLED_DATA = {
 }
 
 
-TOKEN_PARAM = "w"  # the query parameter holding a visitor's workspace token (shared mode)
 TEACHER_PARAM = "teacher"  # the query parameter holding the teacher token
+REMEMBER_COOKIE = "attention_playground_workspace"  # a browser's remembered workspace token (opt-in)
+REMEMBER_DAYS = 30
 
 
 def _secret(name: str) -> object | None:
@@ -39,22 +52,45 @@ def workspace_store() -> WorkspaceStore:
     return WorkspaceStore.from_env(ROOT / "runs", shared=_secret("shared") is True)
 
 
-def _signed_in_user() -> tuple[str, str, str] | None:
-    """(issuer, subject, name or e-mail) of a visitor signed in with ``st.login``, else None."""
+def sign_in_providers() -> list[str | None]:
+    """The identity providers that ``[auth]`` in secrets.toml sets up for ``st.login``: None for the
+    one configured in ``[auth]`` itself, then each ``[auth.<name>]``; empty without sign-in."""
+    auth = _secret("auth")
+    if not isinstance(auth, Mapping):
+        return []
+    named = [str(name) for name, value in auth.items() if isinstance(value, Mapping)]
+    return ([None] if "client_id" in auth else []) + named
+
+
+def _signed_in_claims() -> dict | None:
+    """The identity claims (``iss``, ``sub``, ``name``, ``email``…) of a visitor signed in with
+    ``st.login``, else None."""
     try:
-        user = st.user
-        if not user.get("is_logged_in"):
-            return None
-        issuer, subject = user.get("iss"), user.get("sub")
-        label = user.get("name") or user.get("email") or ""
+        claims = st.user.to_dict()
     except (AttributeError, KeyError, RuntimeError):  # no sign-in configured
         return None
-    return (str(issuer), str(subject), str(label)) if issuer and subject else None
+    return claims if claims.get("is_logged_in") is True and claims.get("iss") and claims.get("sub") else None
+
+
+def _signed_in_user() -> tuple[str, str, str] | None:
+    """(issuer, subject, name or e-mail) of a visitor signed in with ``st.login``, else None."""
+    claims = _signed_in_claims()
+    if claims is None:
+        return None
+    return str(claims["iss"]), str(claims["sub"]), str(claims.get("name") or claims.get("email") or "")
+
+
+def remembered_token() -> str | None:
+    """The token this browser keeps in the cookie ``REMEMBER_COOKIE`` ("Remember me on this browser",
+    ``ui.workspace_views``), if it holds a well-formed one. Cookies are those of the tab's first request."""
+    token = st.context.cookies.get(REMEMBER_COOKIE)
+    return token if is_token(token) else None
 
 
 def current_workspace() -> Workspace:
     """The visitor's workspace: the runs root locally; in shared mode the signed-in user's, or the
-    one of the token in the address (``?w=…``), a new one (put into the address) without a valid one."""
+    one of the token in the address (``?w=…``), else the one this browser remembers, else a new one
+    (put into the address)."""
     store = workspace_store()
     if not store.shared:
         return store.local()
@@ -62,8 +98,8 @@ def current_workspace() -> Workspace:
     if user is not None:
         return store.for_user(*user)
     given = st.query_params.get(TOKEN_PARAM)
-    if not is_token(given):  # none or malformed: this tab's own, else a new one
-        given = st.session_state.get("workspace_token")
+    if not is_token(given):  # none or malformed: this tab's own, else the remembered one, else a new one
+        given = st.session_state.get("workspace_token") or remembered_token()
     workspace, token = store.for_token(given)
     st.session_state["workspace_token"] = token
     if st.query_params.get(TOKEN_PARAM) != token:
@@ -82,9 +118,10 @@ def workspace_token() -> str | None:
 
 
 def is_teacher_visitor() -> bool:
-    """Whether this tab holds the teacher token (``?teacher=…``, checked against
-    ``$ATTENTION_PLAYGROUND_TEACHER_TOKEN`` or ``teacher_token`` in secrets.toml). The token is taken
-    out of the address once read (class screens are shared); the tab keeps the role."""
+    """Whether this tab is the teacher's: it holds the teacher token (``?teacher=…``, checked against
+    ``$ATTENTION_PLAYGROUND_TEACHER_TOKEN`` or ``teacher_token`` in secrets.toml), or its visitor is
+    signed in with a verified e-mail of :func:`teacher_email_list`. The token is taken out of the
+    address once read (class screens are shared); the tab keeps the role."""
     if not workspace_store().shared:
         return False
     given = st.query_params.get(TEACHER_PARAM)
@@ -92,7 +129,24 @@ def is_teacher_visitor() -> bool:
         expected = os.environ.get(TEACHER_ENV) or _secret("teacher_token")
         st.session_state["workspace_teacher"] = is_teacher(given, expected if isinstance(expected, str) else None)
         del st.query_params[TEACHER_PARAM]
-    return bool(st.session_state.get("workspace_teacher", False))
+    return bool(st.session_state.get("workspace_teacher", False)) or _signed_in_teacher()
+
+
+def teacher_email_list() -> frozenset[str]:
+    """The teachers' e-mails: ``$ATTENTION_PLAYGROUND_TEACHER_EMAILS`` (comma-separated) or
+    ``teacher_emails = [...]`` in secrets.toml. Raises ``WorkspaceError`` for an entry that is no address."""
+    return teacher_emails(os.environ.get(TEACHER_EMAILS_ENV) or _secret("teacher_emails"))
+
+
+def _signed_in_teacher() -> bool:
+    claims = _signed_in_claims()
+    if claims is None:
+        return False
+    try:
+        emails = teacher_email_list()
+    except InputError:  # the sidebar shows the setting's error, and stops the page
+        return False
+    return is_teacher_email(claims, emails)
 
 
 def runs_dir() -> Path:

@@ -21,6 +21,7 @@ from attention_core.runs import (
     run_stamp,
     run_to_zip,
     safe_name,
+    zip_unpacked_size,
 )
 from attention_core.training import History, metrics_from_probabilities
 from runner import jobs
@@ -369,7 +370,7 @@ def runs_manager(runs_dir: Path) -> None:
     if upload is not None and (outcome is None or outcome[0] != upload.file_id):
         wanted = safe_name(Path(upload.name).stem)
         try:
-            check_room(len(upload.getvalue()))
+            check_room(zip_unpacked_size(upload.getvalue()))  # its size once unpacked, not the zip's
             target = run_from_zip(upload.getvalue(), runs_dir, wanted)
         except InputError as err:
             outcome = (upload.file_id, "error", f"Cannot upload {upload.name}: {err}")

@@ -1,6 +1,7 @@
-"""The visitor's workspace in the sidebar (shared mode): the private link to come back, and the
-teacher's Publish / Unpublish. Locally it draws nothing and imports nothing more: ``app.py`` runs it
-on every page, and the home page's first answer comes before torch is loaded (``ui/preview.py``)."""
+"""The visitor's workspace in the sidebar (shared mode): the private link to come back, Sign in / Sign
+out where ``[auth]`` in secrets.toml sets up Streamlit's sign-in, and the teacher's Publish /
+Unpublish. Locally it draws nothing and imports nothing more: ``app.py`` runs it on every page, and
+the home page's first answer comes before torch is loaded (``ui/preview.py``)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ def shared_mode() -> bool:
 
 
 def sidebar() -> None:
-    """The private link (or the signed-in label), and the teacher's panel; a malformed setting is
-    an error with its fix, and the page stops."""
+    """The private link and Sign in (or the signed-in label and Sign out), and the teacher's panel; a
+    malformed setting is an error with its fix, and the page stops."""
     if not shared_mode():
         return
     from attention_core.errors import InputError
@@ -35,19 +36,82 @@ def sidebar() -> None:
         if not store.shared:
             return
         workspace = common.current_workspace()
+        common.teacher_email_list()
     except InputError as err:
         st.error(f"The server's workspace settings are wrong: {err}")
         st.stop()
     token = common.workspace_token()
+    providers = common.sign_in_providers()
     with st.sidebar:
-        if token is None:
-            st.caption(f"Your workspace: **{workspace.label}**")
+        if token is None:  # signed in: the workspace is their identity
+            st.caption(f"Signed in as **{workspace.label}**: your runs are kept under your account")
+            if providers and st.button("Sign out", key="workspace_sign_out"):
+                st.logout()
         else:
             base = (st.context.url or "").split("?")[0]
-            st.caption("keep this link: it opens your runs")
+            remembered = _remember_me(token)
+            st.caption("keep this link: it opens your runs" + (
+                " (this browser opens them in a new tab too)" if remembered else
+                "; a new tab without this link opens a new, empty workspace"))
             st.code(f"{base}?{common.TOKEN_PARAM}={token}", language=None, wrap_lines=True)
+            _remember_me_box()
+            if providers:
+                _sign_in(providers)
         if common.is_teacher_visitor():
             _teacher_panel()
+
+
+def _remember_me(token: str) -> bool:
+    """Whether this browser remembers ``token`` (the box is ticked), keeping its cookie in step: set
+    while ticked, removed once unticked. Streamlit has no call that sets a cookie, so the page's
+    script writes it; the server reads it (``st.context.cookies``) when the next tab connects."""
+    from ui import common
+
+    if "workspace_remember" not in st.session_state:  # a new tab: ticked if the browser remembers this workspace
+        st.session_state["workspace_remember"] = common.remembered_token() == token
+        st.session_state["workspace_cookie_set"] = st.session_state["workspace_remember"]
+    name = common.REMEMBER_COOKIE
+    if st.session_state["workspace_remember"]:
+        st.session_state["workspace_cookie_set"] = True
+        _script(f'document.cookie = "{name}={token}; Max-Age={common.REMEMBER_DAYS * 86400}; Path=/; SameSite=Strict"'
+                ' + (location.protocol === "https:" ? "; Secure" : "");')
+        return True
+    if st.session_state["workspace_cookie_set"]:  # only this workspace's cookie: another tab may have set another's since
+        _script(f'if (document.cookie.split("; ").includes("{name}={token}")) '
+                f'document.cookie = "{name}=; Max-Age=0; Path=/; SameSite=Strict";')
+    return False
+
+
+def _remember_me_box() -> None:
+    from ui import common
+
+    st.checkbox("Remember me on this browser", key="workspace_remember",
+                help=f"A new tab on this browser then opens your runs without the link, for {common.REMEMBER_DAYS} "
+                     "days. Not on a shared computer: the next person there would see your runs. Untick to forget.")
+
+
+def _script(code: str) -> None:
+    """Run ``code`` in the page. The browser may run it again when the sidebar is redrawn: it must
+    do the same each time."""
+    st.html(f"<script>{code}</script>", unsafe_allow_javascript=True, width="content")
+
+
+def _sign_in(providers: list[str | None]) -> None:
+    """A Sign-in button per identity provider of ``[auth]`` (``st.login``); a server that cannot
+    sign in (no Authlib, an incomplete ``[auth]``) says what to fix."""
+    from streamlit.errors import StreamlitAuthError, StreamlitMissingAuthlibError
+
+    st.caption("Or sign in: your runs are then kept under your account (those of this link stay with the link).")
+    for provider in providers:
+        label = "Sign in" if provider is None else f"Sign in with {provider}"
+        if st.button(label, key=f"workspace_sign_in_{provider or ''}"):
+            try:
+                st.login(provider)
+            except StreamlitMissingAuthlibError:
+                st.error("This server cannot sign you in yet: it lacks Authlib — whoever runs it can install it "
+                         "with `pip install -e '.[signin]'` and restart the app.")
+            except StreamlitAuthError as err:
+                st.error(f"This server cannot sign you in: {err} — check `[auth]` in `.streamlit/secrets.toml`.")
 
 
 def _teacher_panel() -> None:
