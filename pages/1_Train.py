@@ -63,7 +63,7 @@ running = job is not None and job.alive
 
 def on_start() -> None:
     """The form's Start (a callback: the page is then drawn once, with the job running)."""
-    current = page.job
+    current = page.own_job  # (a stale tab of the same workspace may start another, as the queue allows)
     if current is not None and current.alive:  # a second click on its way before the form was disabled
         return
     try:  # a bad combination (e.g. 3 heads for model dim 64) is a ConfigError with a hint
@@ -94,6 +94,7 @@ if job is not None:
     page.live(lambda j: train_views.live_view(j, every, waiting=waiting), every=every)
     if job.done:
         train_views.finished(job)
+        page.shown(job)  # a reload from now on starts afresh
 
 # -- 4. runs --------------------------------------------------------------------------------------
 st.header("Runs")
