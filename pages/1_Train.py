@@ -18,6 +18,7 @@ from ui.training_page import training_page
 
 page = training_page(__file__, "📈", job_key="train_job")
 st.title("Train a model")
+train_views.interrupted(runs_dir(), page.url_path)  # trainings a server restart stopped: start them again
 
 
 # -- 1. data --------------------------------------------------------------------------------------
@@ -73,7 +74,7 @@ def on_start() -> None:
         spec = TrainerSpec(model_cfg, train_cfg, dataset, embeddings(train_cfg.vocab_limit, vectors))
         spec.check()
         job = TrainingJob(spec, runs_dir(), run_name)  # the training process builds the trainer
-        job.submit(server_queue(), common.workspace_key())  # starts when a slot is free (runner.queue)
+        job.submit(server_queue(), common.workspace_key(), page=page.url_path, dataset=name)  # runner.queue; journaled
     except InputError as err:
         st.session_state["train_start_error"] = f"{err}"
         return

@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, save_run
-from attention_core.runs import run_to_zip
+from attention_core.runs import list_runs, run_to_zip
 from ui.train_views import wilson_interval
 
 TIMEOUT = 90
@@ -312,7 +312,7 @@ def test_with_one_slot_a_second_start_waits_in_line_then_trains_and_a_third_can_
     second.run()
     assert not second.exception
     assert [s.value for s in second.success] == ["Training finished: all 2 epochs. Saved as run `second`."]
-    assert sorted(p.name for p in runs_dir.iterdir()) == ["first", "second"]
+    assert sorted(p.name for p in list_runs(runs_dir)) == ["first", "second"]
 
 
 def test_a_learner_with_a_training_running_and_one_waiting_cannot_start_a_third(runs_dir, one_slot):
