@@ -78,6 +78,9 @@ JOB_THREADS = int(os.environ.get("ATTENTION_PLAYGROUND_JOB_THREADS", 1))
 # Scheduling priority of the training processes (nice). 0: a higher nice let the learners' browsers
 # starve the trainings without making the server answer faster (benchmarks/README.md).
 JOB_NICE = int(os.environ.get("ATTENTION_PLAYGROUND_JOB_NICE", 0))
+# Seconds of training before a job's pace counts for the queue's wait estimate: its first steps are
+# few and slower (warm-up), and a pace taken from them overestimates the time left.
+PACE_AFTER = 1.0
 # Seconds between redraws of a watched job's live view while at most FULL_RATE_JOBS jobs train
 # on this server (2.5 a second); see live_refresh_seconds.
 LIVE_REFRESH = 0.4
@@ -323,9 +326,10 @@ class TrainingJob:
             _journaled.discard(entry.id)
 
     def _time_left(self) -> float | None:
-        """Seconds of training left at its pace so far (None before it has a pace)."""
+        """Seconds of training left at its pace so far, for the queue's wait estimate; None before it
+        has trained ``PACE_AFTER`` seconds (the queue then guesses from its budget or recent durations)."""
         with self._lock:
-            return self._eta()
+            return self._eta() if self._seconds >= PACE_AFTER else None
 
     def _eta(self) -> float | None:
         rate = self._examples_seen / self._seconds if self._seconds > 0 else 0.0

@@ -200,11 +200,17 @@ def refresh_seconds(running: bool, waiting: bool) -> float | None:
     return max(WAITING_REFRESH, jobs.live_refresh_seconds()) if waiting else jobs.live_refresh_seconds()
 
 
+SOON_SECONDS = 5.0  # a wait estimate this short is "starting soon": the training ahead is ending (saving its run)
+
+
 def in_line(snap: JobSnapshot) -> str:
-    """A waiting job's place, in words: "2nd in line, about 40 s" (the wait is the queue's estimate)."""
+    """A waiting job's place, in words: "2nd in line, about 40 s", "1st in line, starting soon" (the
+    wait is the queue's estimate, which cannot see a run being saved: a few seconds are not a promise)."""
     place = f"{ordinal(snap.place)} in line" if snap.place else "about to start"
     if snap.wait_seconds is None:
         return f"{place} — it starts by itself when a training ends"
+    if snap.wait_seconds <= SOON_SECONDS:
+        return f"{place}, starting soon"
     wait = f"{snap.wait_seconds:.0f} s" if snap.wait_seconds < 120 else f"{snap.wait_seconds / 60:.0f} min"
     return f"{place}, about {wait}"
 
