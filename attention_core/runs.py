@@ -14,7 +14,9 @@ place, so a crash mid-save never leaves a half-written run that loads. Loading c
 format tag, every file, the configs and the tensor names and shapes.
 
 This module is the one owner of run folders: creating (:func:`save_run`, :func:`save_new_run`,
-:func:`prepare_destination`), listing, renaming, deleting and unpacking uploads. None of them
+:func:`prepare_destination`), listing, renaming, deleting and unpacking uploads, and the journal
+of trainings not ended yet (``.jobs/`` in a runs folder, :class:`JournalEntry`), by which a page
+finds the trainings a server restart interrupted. None of them
 removes or replaces anything that is not a run's own file, and a name from a user never
 reaches the file system unchecked (:func:`check_run_name`).
 """
@@ -24,8 +26,10 @@ from __future__ import annotations
 import copy
 import io
 import json
+import math
 import os
 import re
+import secrets
 import shutil
 import stat
 import tempfile
@@ -34,7 +38,8 @@ import zipfile
 import zlib
 from collections.abc import Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -663,3 +668,127 @@ def list_runs(runs_dir: str | os.PathLike) -> list[Path]:
     runs = [p for p in root.iterdir()
             if p.is_dir() and not p.is_symlink() and not p.name.startswith(".") and (p / "config.json").is_file()]
     return sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+# -- the job journal: trainings that a server restart interrupted -----------------------------------
+JOURNAL_DIR = ".jobs"  # in a runs folder; list_runs skips it (its name starts with ".")
+JOURNAL_STATES = ("waiting", "running")
+_JOURNAL_ID = re.compile(r"[0-9a-f]{16}")
+_JOURNAL_TEXT = 200  # longest page or dataset name kept in an entry
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """A training a page submitted that has not ended, kept as ``<runs>/.jobs/<id>.json``.
+
+    Written when it is submitted (``waiting``) and when it begins training (``running``); removed
+    when it ends in the server (its run saved or not), is cancelled or refused. An entry left
+    behind is a training that a server restart interrupted. Raises ``RunError`` for a bad field.
+    """
+
+    id: str  # 16 hex digits: the file's name
+    run_name: str  # the run's name (check_run_name), as its training saves it: name, name-2, …
+    page: str  # url_path of the page that submitted it
+    state: str  # waiting | running
+    dataset: str  # what it trains on (a file name), for the learner
+    submitted: float  # seconds since the epoch
+    started: float | None = None  # seconds since the epoch when it began training
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not _JOURNAL_ID.fullmatch(self.id):
+            raise RunError(f"{str(self.id)[:40]!r} is not a journal entry's id", "use JournalEntry.new")
+        if not isinstance(self.run_name, str):
+            raise RunError(f"a journal entry's run name is a {type(self.run_name).__name__}", "give the run's name as text")
+        check_run_name(self.run_name)
+        if self.state not in JOURNAL_STATES:
+            raise RunError(f"a journal entry's state is {str(self.state)[:20]!r}", f"use one of {JOURNAL_STATES}")
+        for field_name in ("page", "dataset"):
+            value = getattr(self, field_name)
+            if not isinstance(value, str) or len(value) > _JOURNAL_TEXT:
+                raise RunError(f"a journal entry's {field_name} is {str(value)[:40]!r}",
+                               f"give a text of at most {_JOURNAL_TEXT} characters")
+        times = (self.submitted,) if self.started is None else (self.submitted, self.started)
+        if not all(isinstance(t, int | float) and not isinstance(t, bool) and math.isfinite(t) for t in times):
+            raise RunError(f"a journal entry's times are {times!r}", "give seconds since the epoch (time.time())")
+
+    @classmethod
+    def new(cls, run_name: str, page: str, dataset: str) -> JournalEntry:
+        """The entry of a training submitted now, waiting; ``run_name`` as given to its job (made safe here)."""
+        return cls(secrets.token_hex(8), safe_name(run_name), page[:_JOURNAL_TEXT], "waiting",
+                   dataset[:_JOURNAL_TEXT], time.time())
+
+    def running(self) -> JournalEntry:
+        """The same entry once its training has begun."""
+        return replace(self, state="running", started=time.time())
+
+
+def _journal_dir(runs_dir: str | os.PathLike) -> Path:
+    return Path(runs_dir) / JOURNAL_DIR
+
+
+def write_journal_entry(runs_dir: str | os.PathLike, entry: JournalEntry) -> Path:
+    """Write (or replace) ``entry`` in the journal of ``runs_dir`` atomically: a reader, or a crash
+    mid-write, sees the old entry or the new one, never half of one."""
+    folder = _journal_dir(runs_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(asdict(entry), fh)
+            fh.flush()
+            os.fsync(fh.fileno())  # on disk before it replaces the old entry: a crash is what it is for
+        path = folder / f"{entry.id}.json"
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def journal_entries(runs_dir: str | os.PathLike) -> list[JournalEntry]:
+    """The journal of ``runs_dir``, oldest first; a file that is not a readable entry (half-written,
+    edited, another program's) is skipped."""
+    folder = _journal_dir(runs_dir)
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    entries = []
+    for path in folder.iterdir():
+        if path.suffix != ".json" or not _JOURNAL_ID.fullmatch(path.stem) or path.is_symlink():
+            continue
+        try:
+            data = json.loads(path.read_text())
+            entry = JournalEntry(**data)
+        except (OSError, UnicodeDecodeError, ValueError, TypeError):  # (RunError is a ValueError)
+            continue
+        if entry.id == path.stem:
+            entries.append(entry)
+    return sorted(entries, key=lambda e: e.submitted)
+
+
+def remove_journal_entry(runs_dir: str | os.PathLike, entry_id: str) -> None:
+    """Remove the entry ``entry_id`` from the journal of ``runs_dir`` (nothing if it is gone already)."""
+    if not isinstance(entry_id, str) or not _JOURNAL_ID.fullmatch(entry_id):
+        raise RunError(f"{str(entry_id)[:40]!r} is not a journal entry's id", "pick one from the list")
+    (_journal_dir(runs_dir) / f"{entry_id}.json").unlink(missing_ok=True)
+
+
+def interrupted_run(runs_dir: str | os.PathLike, entry: JournalEntry) -> Path | None:
+    """The run that ``entry``'s training saved when it was interrupted, if any: a run named as its
+    training names one (``name``, ``name-2``, … as :func:`save_new_run`) created since it began."""
+    if entry.started is None:
+        return None
+    runs = {p.name: p for p in list_runs(runs_dir)}
+    base, found = safe_name(entry.run_name), []
+    for n in range(1, len(runs) + 2):
+        suffix = "" if n == 1 else f"-{n}"
+        path = runs.get(base[: MAX_NAME_LENGTH - len(suffix)] + suffix)
+        if path is None:
+            continue
+        try:
+            created = datetime.strptime(_read_json(path / "config.json").get("created", ""), "%Y-%m-%dT%H:%M:%S%z")
+        except (InputError, ValueError, TypeError):
+            continue
+        if created.timestamp() >= int(entry.started):  # ("created" has whole seconds)
+            found.append((created, path))
+    return max(found)[1] if found else None

@@ -18,6 +18,7 @@ from ui.training_page import training_page
 
 page = training_page(__file__, "📈", job_key="train_job")
 st.title("Train a model")
+train_views.interrupted(runs_dir(), page.url_path)  # trainings a server restart stopped: start them again
 
 
 # -- 1. data --------------------------------------------------------------------------------------
@@ -63,7 +64,7 @@ running = job is not None and job.alive
 
 def on_start() -> None:
     """The form's Start (a callback: the page is then drawn once, with the job running)."""
-    current = page.job
+    current = page.own_job  # (a stale tab of the same workspace may start another, as the queue allows)
     if current is not None and current.alive:  # a second click on its way before the form was disabled
         return
     try:  # a bad combination (e.g. 3 heads for model dim 64) is a ConfigError with a hint
@@ -73,7 +74,7 @@ def on_start() -> None:
         spec = TrainerSpec(model_cfg, train_cfg, dataset, embeddings(train_cfg.vocab_limit, vectors))
         spec.check()
         job = TrainingJob(spec, runs_dir(), run_name)  # the training process builds the trainer
-        job.submit(server_queue(), common.workspace_key())  # starts when a slot is free (runner.queue)
+        job.submit(server_queue(), common.workspace_key(), page=page.url_path, dataset=name)  # runner.queue; journaled
     except InputError as err:
         st.session_state["train_start_error"] = f"{err}"
         return
@@ -94,6 +95,7 @@ if job is not None:
     page.live(lambda j: train_views.live_view(j, every, waiting=waiting), every=every)
     if job.done:
         train_views.finished(job)
+        page.shown(job)  # a reload from now on starts afresh
 
 # -- 4. runs --------------------------------------------------------------------------------------
 st.header("Runs")

@@ -78,6 +78,8 @@ if error := ss.get("seedexp_error") or (seq.error if seq is not None else None):
 seed_views.variants_help()
 
 page.live(lambda seq: seed_views.live_view(seq, running), every=0.5 if running else None)
+if seq is not None and seq.done:
+    page.shown(seq)  # its results (or why it ended) are drawn below: a reload from now on starts afresh
 finished = {key: job for key, job in jobs.items() if job.done and job.run is not None and job.run.history.epochs}
 results = {key: job.run for key, job in finished.items()}
 if not results:
@@ -109,4 +111,4 @@ st.markdown(f"**What to notice** (computed from the runs above; {trained})  \n" 
 # -- time-lapse -----------------------------------------------------------------------------------
 st.header("Time-lapse")
 seed_views.time_lapse(results)
-seed_views.the_code(ss.get("seedexp_dir"))
+seed_views.the_code(seq.runs_dir)  # (results come from a sequence)

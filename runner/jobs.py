@@ -49,6 +49,7 @@ import numpy as np
 
 from attention_core import Run, Trainer, load_run
 from attention_core.errors import InputError
+from attention_core.runs import JournalEntry, remove_journal_entry, write_journal_entry
 from attention_core.training import EpochRecord, TrainConfig, TrainerSpec
 from runner.protocol import (
     Command,
@@ -77,6 +78,9 @@ JOB_THREADS = int(os.environ.get("ATTENTION_PLAYGROUND_JOB_THREADS", 1))
 # Scheduling priority of the training processes (nice). 0: a higher nice let the learners' browsers
 # starve the trainings without making the server answer faster (benchmarks/README.md).
 JOB_NICE = int(os.environ.get("ATTENTION_PLAYGROUND_JOB_NICE", 0))
+# Seconds of training before a job's pace counts for the queue's wait estimate: its first steps are
+# few and slower (warm-up), and a pace taken from them overestimates the time left.
+PACE_AFTER = 1.0
 # Seconds between redraws of a watched job's live view while at most FULL_RATE_JOBS jobs train
 # on this server (2.5 a second); see live_refresh_seconds.
 LIVE_REFRESH = 0.4
@@ -85,11 +89,19 @@ ROOT = Path(__file__).resolve().parents[1]
 log = logging.getLogger(__name__)
 _active_jobs = 0  # jobs of this server started and not yet ended, all sessions together
 _active_lock = threading.Lock()
+_journaled: set[str] = set()  # journal entry ids of this server's jobs that have not ended
 
 
 def active_jobs() -> int:
     """How many training jobs this server is running now (all sessions)."""
     return _active_jobs
+
+
+def live_journal_ids() -> frozenset[str]:
+    """The journal entries (:class:`~attention_core.runs.JournalEntry`) of this server's jobs that have
+    not ended: any other entry in a runs folder is a training that a server restart interrupted."""
+    with _active_lock:
+        return frozenset(_journaled)
 
 
 def live_refresh_seconds(jobs: int | None = None) -> float:
@@ -249,21 +261,28 @@ class TrainingJob:
     _stop_asked: bool = False
     _ticket: Ticket | None = None  # its place in the server's queue, when submitted there
     _finished: threading.Event = field(default_factory=threading.Event)  # set once it has ended or was cancelled
+    journal: JournalEntry | None = None  # its entry in runs_dir's journal until it ends (a page's job, see submit)
 
     def __post_init__(self) -> None:
         self.train_config = self.trainer.train_config
         self.n_train_rows = self.trainer.n_train_rows if isinstance(self.trainer, Trainer) else 0
 
     # -- control (called from the page) -------------------------------------------------------
-    def submit(self, queue: TrainingQueue, owner: str) -> None:
+    def submit(self, queue: TrainingQueue, owner: str, *, page: str | None = None, dataset: str = "") -> None:
         """Wait for a slot in ``queue`` (state "waiting"), then :meth:`start`; its slot is freed when it
-        ends. Raises :class:`~runner.queue.QueueLimitError` if ``owner`` has a training running and one waiting."""
+        ends. Raises :class:`~runner.queue.QueueLimitError` if ``owner`` has a training running and one waiting.
+
+        ``page``: the url_path of the page submitting it, which journals it in ``runs_dir`` (with the name
+        of its ``dataset``) until it ends, so that a server restart does not lose sight of it."""
         self.state, self._last_heartbeat = "waiting", time.monotonic()
+        if page is not None:
+            self._write_journal(JournalEntry.new(self.name, page, dataset))
         try:
             self._ticket = queue.submit(owner, self._launch, label=self.name, remaining=self._time_left,
                                         expected=self.train_config.time_budget)
         except InputError:
             self.state = "starting"
+            self._remove_journal()
             raise
 
     def _launch(self, ticket: Ticket) -> None:
@@ -273,18 +292,44 @@ class TrainingJob:
             self._cancelled("not started: its page was closed while it waited")
             ticket.done()
             return
+        if self.journal is not None:
+            self._write_journal(self.journal.running())
         self.start()
 
     def _cancelled(self, message: str) -> None:
         with self._lock:
             self.state, self.message = "cancelled", message
         self.trainer = None
+        self._remove_journal()
         self._finished.set()
 
+    def _write_journal(self, entry: JournalEntry) -> None:
+        """Journal ``entry`` (counted live first: a page never sees it as interrupted). Best effort: a
+        runs folder that cannot take it is logged, and the training goes on."""
+        with _active_lock:
+            _journaled.add(entry.id)
+        try:
+            write_journal_entry(self.runs_dir, entry)
+        except (OSError, InputError) as err:
+            log.warning("training job %s: its journal entry could not be written: %s", self.name, err)
+        self.journal = entry
+
+    def _remove_journal(self) -> None:
+        entry, self.journal = self.journal, None
+        if entry is None:
+            return
+        try:
+            remove_journal_entry(self.runs_dir, entry.id)
+        except OSError as err:
+            log.warning("training job %s: its journal entry could not be removed: %s", self.name, err)
+        with _active_lock:
+            _journaled.discard(entry.id)
+
     def _time_left(self) -> float | None:
-        """Seconds of training left at its pace so far (None before it has a pace)."""
+        """Seconds of training left at its pace so far, for the queue's wait estimate; None before it
+        has trained ``PACE_AFTER`` seconds (the queue then guesses from its budget or recent durations)."""
         with self._lock:
-            return self._eta()
+            return self._eta() if self._seconds >= PACE_AFTER else None
 
     def _eta(self) -> float | None:
         rate = self._examples_seen / self._seconds if self._seconds > 0 else 0.0
@@ -369,6 +414,7 @@ class TrainingJob:
         finally:
             with _active_lock:
                 _active_jobs -= 1
+            self._remove_journal()  # it ended in this server (its run saved, or not): nothing was interrupted
             if self._ticket is not None:
                 self._ticket.done()  # its slot goes to the next in line
             if self.on_end is not None:

@@ -24,7 +24,8 @@ Rules:
   durations, minus its time so far), each ticket ahead in line then takes the slot that frees first for its expected time
   (its time budget; else the mean of the last durations); the ticket's wait is when the first
   slot frees after them. Unknown (None) until a duration is known. The per-owner rule is not
-  simulated, so a wait can be longer than said.
+  simulated, so a wait can be longer than said. What the learner is told (:attr:`Ticket.wait_seconds`)
+  counts down between readings and believes a sudden rise only once it has lasted a few seconds.
 * **Caps** of one training on a shared server (:func:`apply_caps`): ``ATTENTION_PLAYGROUND_MAX_SECONDS``
   (a time budget above it is lowered to it, and the learner told) and ``ATTENTION_PLAYGROUND_MAX_WORK``
   (rows × epochs: above it the training is refused before it starts, saying what to change).
@@ -52,6 +53,10 @@ from attention_core.workspaces import LOCAL_KEY
 
 log = logging.getLogger(__name__)
 RECENT = 20  # durations kept for the wait estimate
+# What a learner is told (Ticket.wait_seconds): the estimate counts down between readings, and a rise
+# of more than RISE_SLACK seconds above that count is believed once it has lasted RISE_AFTER seconds.
+RISE_SLACK = 5.0
+RISE_AFTER = 5.0
 
 
 class QueueLimitError(InputError):
@@ -91,6 +96,8 @@ class Ticket:
     order: int = 0  # place in the first-in, first-out order (lower goes first)
     started_at: float | None = None
     turns: int = 0  # how many times it has been launched (a sequence: once per job)
+    _told: tuple[float, float] | None = None  # (wait, queue clock) last told to its learner
+    _rising_since: float | None = None  # when the estimate first rose above the count-down of _told
 
     def done(self) -> None:
         """Its training ended: its slot goes to the next in line."""
@@ -111,7 +118,24 @@ class Ticket:
 
     @property
     def wait_seconds(self) -> float | None:
-        return self.queue.wait_seconds(self)
+        """About how long until it starts, as its learner is told: the queue's estimate
+        (:meth:`TrainingQueue.wait_seconds`), except that a sudden rise above the count-down of the
+        last value told is believed only once it has lasted ``RISE_AFTER`` seconds: a rise for a
+        moment (e.g. the first guess for a training that has just started) is not news for the learner."""
+        estimate = self.queue.wait_seconds(self)
+        now = self.queue.clock()
+        with self.queue._lock:
+            if estimate is None:  # unknown, or no longer waiting
+                self._told = self._rising_since = None
+                return None
+            if self._told is not None:
+                counted = max(0.0, self._told[0] - (now - self._told[1]))
+                if estimate > counted + RISE_SLACK:
+                    self._rising_since = now if self._rising_since is None else self._rising_since
+                    if now - self._rising_since < RISE_AFTER:
+                        return counted
+            self._told, self._rising_since = (estimate, now), None
+            return estimate
 
 
 @dataclass

@@ -11,6 +11,15 @@ def _own_vectors_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("ATTENTION_PLAYGROUND_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
+@pytest.fixture(autouse=True)
+def _own_job_registry(monkeypatch):
+    """Each test its own registry of the server's jobs (runner.registry): every test's local workspace is
+    'local', and a job one test left there would be re-attached by the next test's pages."""
+    from runner import registry
+
+    monkeypatch.setattr(registry, "_server_registry", registry.JobRegistry())
+
+
 @pytest.fixture
 def runs_dir(tmp_path, monkeypatch):
     """The app's runs root for this test: ``$ATTENTION_PLAYGROUND_RUNS`` in a temporary folder (not made yet)."""

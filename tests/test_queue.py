@@ -278,3 +278,53 @@ def test_a_waiting_sequence_can_be_cancelled(tmp_path):
     assert seq.join(5) and seq.jobs == {} and q.waiting == []
     first.stop()
     first.join(60)
+
+
+# -- what a waiting learner is told ---------------------------------------------------------------------
+def test_a_rise_for_a_moment_is_not_told_but_one_that_lasts_is():
+    """A running training's estimate jumps for a moment (a first guess before it has a pace): the waiting
+    learner's estimate counts down instead of reading "about 27 s" among readings of 0–4 s."""
+    clock = Clock()
+    q, launched = fake_queue(1, clock)
+    left: dict[str, float | None] = {"a": 4.0}
+    submit(q, launched, "a", remaining=lambda: left["a"], expected=30.0)
+    waiting = submit(q, launched, "b")
+    told = []
+    for now, eta in [(0, 4.0), (1, 3.0), (2, 2.0), (3, None), (4, 0.5)]:
+        clock.now, left["a"] = now, eta
+        told.append(waiting.wait_seconds)
+    assert q.wait_seconds(waiting) == pytest.approx(0.5)
+    assert told == pytest.approx([4.0, 3.0, 2.0, 1.0, 0.5])  # at 3 s the rule alone says 30 - 3 = 27
+    for now, eta in [(5, 20.0), (7, 18.0)]:  # a rise that lasts (it slowed down): told once it has lasted
+        clock.now, left["a"] = now, eta
+        assert waiting.wait_seconds == 0.0
+    clock.now, left["a"] = 10, 15.0
+    assert waiting.wait_seconds == pytest.approx(15.0)
+    clock.now, left["a"] = 11, 17.0  # a small rise is told at once
+    assert waiting.wait_seconds == pytest.approx(17.0)
+
+
+def test_a_job_just_started_has_no_pace_for_the_queue_until_it_has_trained_a_second(tmp_path):
+    from runner.protocol import Progress, Started
+
+    job = TrainingJob(tiny_spec(10), tmp_path, "fresh")
+    job._take(Started(1, 100))
+    job._take(Progress(1, 1, 50, 2, 0.2, []))  # two examples in its first 0.2 s (warm-up): 1000 examples left
+    assert job._time_left() is None  # the queue guesses from its budget or recent durations instead of 100 s
+    assert job.snapshot().eta_seconds == pytest.approx(998 / 10)  # its own progress line still says it
+    job._take(Progress(1, 40, 50, 400, 2.0, []))  # 2 s of training: its pace counts
+    assert job._time_left() == pytest.approx(600 / 200)
+
+
+def test_a_wait_of_a_few_seconds_reads_starting_soon():
+    from runner.jobs import JobSnapshot
+    from ui.train_views import in_line
+
+    def said(place: int | None, wait: float | None) -> str:
+        return in_line(JobSnapshot("waiting", 0, 1, 0, 0, 0.0, 0.0, None, [], [], None, "", None, False, place, wait))
+
+    assert said(1, 0.0) == "1st in line, starting soon"  # was "about 0 s" while the training ahead saved its run
+    assert said(1, 4.6) == "1st in line, starting soon"
+    assert said(2, 40.0) == "2nd in line, about 40 s"
+    assert said(3, 600.0) == "3rd in line, about 10 min"
+    assert said(1, None) == "1st in line — it starts by itself when a training ends"

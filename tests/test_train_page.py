@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, save_run
-from attention_core.runs import run_to_zip
+from attention_core.runs import list_runs, run_to_zip
 from ui.train_views import wilson_interval
 
 TIMEOUT = 90
@@ -129,13 +129,18 @@ def test_a_small_validation_set_shows_how_noisy_its_accuracy_is(runs_dir):
 
 
 # -- a training stopped midway, and the model picker after it ------------------------------------------
-def start_small_training(at: AppTest, epochs: int, name: str) -> None:
+def fill_small_training(at: AppTest, epochs: int, name: str) -> None:
+    """Fill the Start form for a small training (not started yet)."""
     at.radio(key="train_source").set_value(at.radio(key="train_source").options[1]).run()  # small.csv
     at.radio(key="train_preset").set_value("Custom").run()
     at.number_input(key="train_default_c_epochs").set_value(epochs)
     at.number_input(key="train_default_c_layers").set_value(1)
     at.number_input(key="train_default_c_snaps").set_value(0)
     at.text_input(key="train_default_c_name_small.csv").set_value(name)
+
+
+def start_small_training(at: AppTest, epochs: int, name: str) -> None:
+    fill_small_training(at, epochs, name)
     at.button[0].click().run()  # the form's Start button
     assert not at.exception
 
@@ -307,18 +312,22 @@ def test_with_one_slot_a_second_start_waits_in_line_then_trains_and_a_third_can_
     second.run()
     assert not second.exception
     assert [s.value for s in second.success] == ["Training finished: all 2 epochs. Saved as run `second`."]
-    assert sorted(p.name for p in runs_dir.iterdir()) == ["first", "second"]
+    assert sorted(p.name for p in list_runs(runs_dir)) == ["first", "second"]
 
 
 def test_a_learner_with_a_training_running_and_one_waiting_cannot_start_a_third(runs_dir, one_slot):
     other = learner("other")
     start_small_training(other, 5000, "other")
-    tabs = [learner("me") for _ in range(3)]  # one learner, three tabs
+    tabs = [learner("me") for _ in range(3)]  # one learner, three tabs, all drawn before any Start
     for at, name in zip(tabs, ("one", "two", "three"), strict=True):
-        start_small_training(at, 2, name)
-    assert [at.session_state["train_job"].state for at in tabs[:2]] == ["waiting", "waiting"]
-    assert "train_job" not in tabs[2].session_state
+        fill_small_training(at, 2, name)
+    for at in tabs:  # (a tab drawn after a Start would show that training instead: ui.training_page)
+        at.button[0].click().run()
+        assert not at.exception
+    one, two = (at.session_state["train_job"] for at in tabs[:2])
+    assert one is not two and [one.state, two.state] == ["waiting", "waiting"]
     assert tabs[2].error[0].value.startswith("Cannot start: you already have 2 waiting")
+    assert tabs[2].session_state["train_job"] is two  # refused, it shows the workspace's latest training
     for at in (other, *tabs[:2]):
         at.button(key="train_stop").click().run()
     for at in (other, *tabs[:2]):  # "other" may end before "two" is cancelled: "two" then starts, and stops

@@ -12,6 +12,7 @@ Light on purpose (Streamlit only at import): the home page imports it before tor
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import streamlit as st
@@ -29,6 +30,21 @@ def forget(key: str) -> None:
     st.session_state.get(KEY, {}).pop(key, None)
 
 
+def reattach(only: str | None = None) -> None:
+    """Take the workspace's jobs that this session has not got (a reload, another tab) from the
+    server's registry (:mod:`runner.registry`): kept in the session under their page's job key
+    and tracked here, so heartbeats resume. ``only``: that job key alone."""
+    registry = sys.modules.get("runner.registry")
+    if registry is None:  # no page that trains has been opened on this server: no job to find
+        return
+    from ui import common  # (torch is loaded already: a page that trains was opened)
+
+    for job_key, entry in registry.server_registry().entries(common.workspace_key()).items():
+        if job_key not in st.session_state and only in (None, job_key):
+            st.session_state[job_key] = entry.job
+            track(job_key, entry.job, label=entry.label, page=entry.page)
+
+
 def open_new_run(job: Any) -> None:
     """Once per saved run: the model picker of every page opens the run ``job`` saved (the
     learner may pick another afterwards, and that choice stands)."""
@@ -40,8 +56,9 @@ def open_new_run(job: Any) -> None:
 
 
 def keep_alive(pages: dict[str, Any], current: str) -> None:
-    """Called by the router on every page run, before the page: heartbeats for the session's jobs
-    every few seconds, and a sidebar line for each (with a link to its page from the others).
+    """Called by the router on every page run, before the page: the workspace's jobs found again
+    after a reload (:func:`reattach`), heartbeats for the session's jobs every few seconds, and a
+    sidebar line for each (with a link to its page from the others).
 
     The jobs of the page being shown get heartbeats and a line too: its own live view asks
     after them only once drawn, and a page can stop before that (e.g. the Train page waiting
@@ -51,6 +68,7 @@ def keep_alive(pages: dict[str, Any], current: str) -> None:
         pages: url_path → ``st.Page``, for the links back.
         current: the url_path of the page about to run.
     """
+    reattach()
     tracked = st.session_state.get(KEY)
     if not tracked:
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +15,11 @@ from attention_core.data import read_table
 from attention_core.errors import InputError
 from attention_core.runs import (
     delete_run,
+    interrupted_run,
+    journal_entries,
     list_runs,
     read_run_summary,
+    remove_journal_entry,
     rename_run,
     run_from_zip,
     run_stamp,
@@ -153,6 +157,40 @@ def job_buttons(page: TrainingPage, *, running: bool, waiting: bool = False) -> 
               help="Forget this job on the page (a finished run stays saved on disk).")
 
 
+def interrupted(folder: Path, page: str) -> None:
+    """The trainings of ``page`` in the journal of ``folder`` with no job in this server (a restart
+    stopped them): each "not finished — start again", with the run saved where it had begun
+    training, and Dismiss (which removes the journal entry only)."""
+    live = jobs.live_journal_ids()
+    for entry in journal_entries(folder):
+        if entry.page != page or entry.id in live:
+            continue
+        saved = interrupted_run(folder, entry)
+        if saved is not None:
+            what = f"what it had learned is saved as run `{saved.name}`"
+        elif entry.state == "running":
+            what = "it had not finished its first epoch, so nothing was saved"
+        else:
+            what = "it was waiting in line, so nothing was trained"
+        when = time.strftime("%d %b %H:%M", time.localtime(entry.submitted))
+        dataset = entry.dataset.replace("`", "'")
+        text, button = st.columns([6, 1], vertical_alignment="center")
+        text.warning(f"Training “{entry.run_name}” (`{dataset}`, {when}): **not finished — start again**. The "
+                     f"server restarted: {what}.", icon=":material/replay:")
+        button.button("Dismiss", key=f"train_dismiss_{entry.id}", on_click=_dismiss, args=(folder, entry.id),
+                      use_container_width=True, help="Remove this note (a saved run stays in your runs).")
+    if error := st.session_state.pop("train_dismiss_error", None):
+        st.error(error)
+
+
+def _dismiss(folder: Path, entry_id: str) -> None:
+    try:
+        remove_journal_entry(folder, entry_id)
+    except OSError as err:
+        st.session_state["train_dismiss_error"] = (f"Cannot dismiss it ({err.strerror or err}): check that the runs "
+                                                   "folder is one you can write to.")
+
+
 WAITING_REFRESH = 1.0  # seconds between redraws of a place in line (it changes slowly; many may wait)
 
 
@@ -163,11 +201,17 @@ def refresh_seconds(running: bool, waiting: bool) -> float | None:
     return max(WAITING_REFRESH, jobs.live_refresh_seconds()) if waiting else jobs.live_refresh_seconds()
 
 
+SOON_SECONDS = 5.0  # a wait estimate this short is "starting soon": the training ahead is ending (saving its run)
+
+
 def in_line(snap: JobSnapshot) -> str:
-    """A waiting job's place, in words: "2nd in line, about 40 s" (the wait is the queue's estimate)."""
+    """A waiting job's place, in words: "2nd in line, about 40 s", "1st in line, starting soon" (the
+    wait is the queue's estimate, which cannot see a run being saved: a few seconds are not a promise)."""
     place = f"{ordinal(snap.place)} in line" if snap.place else "about to start"
     if snap.wait_seconds is None:
         return f"{place} — it starts by itself when a training ends"
+    if snap.wait_seconds <= SOON_SECONDS:
+        return f"{place}, starting soon"
     wait = f"{snap.wait_seconds:.0f} s" if snap.wait_seconds < 120 else f"{snap.wait_seconds / 60:.0f} min"
     return f"{place}, about {wait}"
 
