@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.app_latency import HealthProbe, launch_browser, type_sentences  # noqa: E402
-from tests.browser import app_server  # noqa: E402
+from tests.browser import app_server, learner_page, open_as_new_learner, picker_options, upload_csv  # noqa: E402
 
 HEALTH_P95_MS = 100.0
 TYPING_P95_MS = 500.0
@@ -93,23 +93,6 @@ class MemorySampler(threading.Thread):
         return self.peak
 
 
-def open_and_upload(page, url: str, csv_path: Path, epochs: int) -> str:
-    """Open the app as a new learner, keep the private link, upload the CSV on Train; returns the link."""
-    page.goto(url)
-    page.wait_for_url(re.compile(r"[?&]w="))
-    link = page.url
-    page.goto(link.replace("/?", "/Train?", 1) if "/?" in link else link)
-    main = page.get_by_test_id("stMain")
-    main.get_by_text("Upload a CSV").click()
-    main.get_by_text("CSV with a text column").wait_for()
-    page.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(csv_path))
-    main.get_by_text(f"{csv_path.name}: utf-8").wait_for()
-    box = main.get_by_label("Epochs")
-    box.fill(str(epochs))
-    box.press("Tab")
-    return link
-
-
 def p95(xs: list[float]) -> float:
     return statistics.quantiles(xs, n=20, method="inclusive")[-1] if len(xs) >= 2 else (xs[0] if xs else float("nan"))
 
@@ -132,13 +115,12 @@ def main() -> None:
             env["ATTENTION_PLAYGROUND_MAX_TRAININGS"] = str(args.max_trainings)
         with app_server(runs, env=env, timeout=120) as url, sync_playwright() as pw:
             browser = launch_browser(pw)
-            pages = []
-            for _ in range(args.learners + 1):
-                page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-                page.set_default_timeout(300_000)
-                pages.append(page)
+            pages = [learner_page(browser, timeout_ms=300_000) for _ in range(args.learners + 1)]
             learners, typist = pages[:-1], pages[-1]
-            links = [open_and_upload(p, url, c, args.epochs) for p, c in zip(learners, csvs, strict=True)]
+            links = []
+            for p, c in zip(learners, csvs, strict=True):  # each a private link, then their CSV on Train
+                links.append(open_as_new_learner(p, url, "Train"))
+                upload_csv(p, c, args.epochs)
             typist.goto(url)
             typist.get_by_test_id("stMain").locator("g.ytick text", has_text="food").first.wait_for()
 
@@ -172,19 +154,14 @@ def main() -> None:
             own_only = True
             for i, (p, link) in enumerate(zip(learners, links, strict=True)):
                 p.goto(link.replace("/?", "/Inspect?", 1))
-                picker = p.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").first
-                picker.wait_for()
-                p.wait_for_timeout(500)
-                picker.click()
-                p.get_by_role("option").first.wait_for()
-                options = p.get_by_role("option").all_inner_texts()
+                p.get_by_test_id("stMain").get_by_text("L1 · H1").first.wait_for()  # drawn after the sidebar's picker
+                options = picker_options(p)
                 mine = [o for o in options if f"learner{i + 1}" in o]
                 others = [o for o in options if re.search(r"learner\d+", o) and f"learner{i + 1}" not in o]
                 if not mine or others:
                     print(f"learner{i + 1} sees {options}", file=sys.stderr)
                     p.screenshot(path=str(ROOT / "benchmarks" / f"classroom-learner{i + 1}.png"))
                 own_only &= bool(mine) and not others
-                p.keyboard.press("Escape")
             workspaces = sorted((runs / "workspaces").glob("*")) if (runs / "workspaces").exists() else []
             runs_per_workspace = [len([r for r in w.iterdir() if (r / "config.json").exists()]) for w in workspaces]
             browser.close()

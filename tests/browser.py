@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -90,14 +91,76 @@ def app_server(runs_dir: Path, port: int | None = None, timeout: float = 60.0,
 def browser_page(width: int = 1400, height: int = 1000):
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_executable(), args=CHROMIUM_ARGS)
+    with sync_playwright() as pw, launch_chromium(pw) as browser:
+        yield learner_page(browser, width=width, height=height)
+
+
+@contextlib.contextmanager
+def launch_chromium(pw):
+    """Chromium for several learners (``learner_page``: a context each), closed at the end."""
+    browser = pw.chromium.launch(executable_path=chromium_executable(), args=CHROMIUM_ARGS)
+    try:
+        yield browser
+    finally:
+        browser.close()
+
+
+def learner_page(browser, timeout_ms: float = 60_000, width: int = 1400, height: int = 1000):
+    """A page in a browser context of its own: its own cookies and session, as another learner's laptop."""
+    page = browser.new_context(viewport={"width": width, "height": height}).new_page()
+    page.set_default_timeout(timeout_ms)
+    return page
+
+
+def open_as_new_learner(page, url: str, path: str = "") -> str:
+    """Open the page ``path`` (default: Home) of a shared server without a link: a new workspace.
+    Returns the workspace's private link to Home (``<url>/?w=<token>``)."""
+    page.goto(f"{url}/{path}")
+    page.wait_for_url(re.compile(r"[?&]w="))
+    return f"{url}/?w={re.search(r'[?&]w=([^&]+)', page.url)[1]}"
+
+
+def upload_csv(page, csv_path: Path, epochs: int) -> None:
+    """On the Train page (opened from the learner's address, ``page.url``, if another is shown),
+    upload ``csv_path`` and set the epochs."""
+    if "/Train?" not in page.url:
+        page.goto(page.url.replace("/?", "/Train?", 1))
+    main = page.get_by_test_id("stMain")
+    main.get_by_text("Upload a CSV").click()
+    main.get_by_text("CSV with a text column").wait_for()
+    page.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(csv_path))
+    main.get_by_text(f"{csv_path.name}: utf-8").wait_for()
+    box = main.get_by_label("Epochs")
+    box.fill(str(epochs))
+    box.press("Tab")
+
+
+def start_training(page) -> None:
+    page.get_by_test_id("stMain").get_by_role("button", name="Start training").click()
+
+
+def picker_options(page, combobox=None, timeout: float = 30.0) -> list[str]:
+    """The choices of a selectbox or multiselect as the learner sees them when opening it (default: the
+    sidebar's model picker); the dropdown is closed again. Clicked again until it opens: a click while
+    the page's script is still drawing may open a dropdown that the next redraw closes."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    box = combobox or page.get_by_test_id("stSidebar").get_by_role("combobox", name="Model", exact=True)
+    listbox = page.get_by_role("listbox").or_(page.get_by_text("No options to select"))
+    deadline = time.monotonic() + timeout
+    while True:
+        if box.get_attribute("aria-expanded") != "true":
+            box.click()
         try:
-            page = browser.new_context(viewport={"width": width, "height": height}).new_page()
-            page.set_default_timeout(60_000)
-            yield page
-        finally:
-            browser.close()
+            listbox.first.wait_for(timeout=3_000)
+            break
+        except PlaywrightTimeout:
+            if time.monotonic() > deadline:
+                raise
+    options = [o.strip() for o in page.get_by_role("option").all_inner_texts()]
+    page.keyboard.press("Escape")
+    listbox.first.wait_for(state="detached")
+    return options
 
 
 E2E = [  # the marks of a browser test module: `pytestmark = E2E`

@@ -125,3 +125,20 @@ def test_a_fresh_server_process_takes_the_quick_path_and_loads_torch_behind_it(t
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[-1] == "True"  # the background import finished
     assert out.stdout.startswith(f"Prediction: {preview.load().label}")
+
+
+def test_a_user_with_saved_runs_gets_them_in_the_picker_on_a_cold_start(monkeypatch, tmp_path):
+    """On one's own machine, the first page after a restart: the quick path's picker held the bundled
+    model alone (until the next rerun), as if the user's runs were gone."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "my-run").mkdir()
+    for f in preview.DEFAULT_RUN.iterdir():
+        (runs / "my-run" / f.name).write_bytes(f.read_bytes())
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(runs))
+    monkeypatch.setattr(preview, "model_code_loaded", lambda: False)  # as in a server that just started
+    monkeypatch.setattr(preview, "warm_up", lambda: None)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    assert not at.exception
+    assert at.selectbox(key="home_run").options == [preview.BUNDLED_NAME, "my-run"]
+    assert at.subheader[0].value.startswith("Prediction:")  # computed by the model: the same page otherwise

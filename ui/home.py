@@ -45,9 +45,10 @@ def home() -> None:
     text_now = st.session_state["home_text"]
     # A server that has not loaded torch yet shows the bundled model's saved answer to the first
     # example (ui/preview.py) and loads torch in the background; everything else is computed live.
+    # Not to a user with runs saved: that path's picker lists the bundled model alone.
     saved = preview.load()
     quick = (not preview.model_code_loaded() and saved is not None and text_now == saved.text
-             and st.session_state.get("active_run", BUNDLED_NAME) == BUNDLED_NAME)
+             and st.session_state.get("active_run", BUNDLED_NAME) == BUNDLED_NAME and not preview.runs_saved())
     with st.sidebar:
         if quick:
             st.selectbox("Model", [BUNDLED_NAME], key="home_run", help="The bundled model, or any run you trained.")

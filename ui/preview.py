@@ -11,6 +11,7 @@ another model) is computed live, as soon as torch is there. Light: json, threadi
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from dataclasses import dataclass, fields
@@ -30,6 +31,7 @@ EXAMPLES = [
     "very sad as they both fail",
 ]
 MODEL_CODE = "ui.common"  # importing it imports torch and the model code
+RUNS_ENV = "ATTENTION_PLAYGROUND_RUNS"  # the runs root, as attention_core.workspaces (which would load torch here)
 _warm_lock = threading.Lock()
 _warming: threading.Thread | None = None
 
@@ -74,6 +76,18 @@ class Preview:
 def model_code_loaded() -> bool:
     """Whether this server has imported the model code (torch) already."""
     return MODEL_CODE in sys.modules
+
+
+def runs_saved() -> bool:
+    """Whether the runs root (``$ATTENTION_PLAYGROUND_RUNS``, else ``./runs``) may hold a saved run: a
+    folder in it with a ``config.json``. It errs towards yes (``attention_core.runs.list_runs`` is the
+    judge): the quick path, which shows the bundled model alone, is then not taken, and the model
+    picker lists the user's runs from the start."""
+    root = Path(os.environ.get(RUNS_ENV) or ROOT / "runs")
+    try:
+        return any(path.is_file() for path in root.glob("*/config.json"))
+    except OSError:
+        return True
 
 
 @lru_cache(maxsize=1)
