@@ -63,9 +63,22 @@ def learner_csvs(folder: Path, n: int, rows: int) -> list[Path]:
 
 
 def resident_mb() -> float:
-    """Resident memory of the Streamlit server and its training processes, in MB."""
-    total = 0
+    """Resident memory of this benchmark's Streamlit server and its training processes, in MB: the
+    processes descending from this one (other servers on the machine are not counted)."""
+    parents: dict[int, int] = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        parents[int(pid)] = int(stat.rsplit(")", 1)[1].split()[1])
+    ours, grew = {os.getpid()}, True
+    while grew:
+        more = {pid for pid, parent in parents.items() if parent in ours} - ours
+        ours |= more
+        grew = bool(more)
+    total = 0
+    for pid in ours - {os.getpid()}:
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             if "streamlit" not in cmd and "runner.worker" not in cmd:

@@ -327,4 +327,6 @@ def test_a_wait_of_a_few_seconds_reads_starting_soon():
     assert said(1, 4.6) == "1st in line, starting soon"
     assert said(2, 40.0) == "2nd in line, about 40 s"
     assert said(3, 600.0) == "3rd in line, about 10 min"
-    assert said(1, None) == "1st in line — it starts by itself when a training ends"
+    assert said(1, None) == "1st in line — your turn comes when a training ends"
+    # the page's message goes on "It starts by itself; …": the place never says it again
+    assert not any("starts by itself" in said(p, w) for p in (1, 2, None) for w in (None, 0.0, 40.0))

@@ -99,6 +99,44 @@ def test_a_published_run_shows_for_others_read_only_with_the_authors_label(root)
     assert shown not in models(learner.run())
 
 
+def test_a_published_run_whose_vectors_moved_cannot_be_relinked_by_a_learner(root, tmp_path):
+    """Read-only means the word-vector path too: the relink box would rewrite the shared copy."""
+    from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, save_run
+    from attention_core import embeddings as E
+    from tests.test_runs import LABELS, TEXTS, vectors_file
+
+    first = vectors_file(tmp_path / "v8.txt", 8)
+    emb = E.load_embeddings(E.EmbeddingSource("file", str(first)))
+    result = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=8, d_ff=16), TrainConfig(epochs=1, batch_size=4),
+                     dataset_from_lists(TEXTS, LABELS), emb).run()
+    teacher = visit(teacher=TEACHER)
+    workspace, _ = WorkspaceStore(root, shared=True).for_token(token_of(teacher))
+    save_run(Run.from_result(result, name="vectors"), workspace.runs_dir / "vectors")
+    teacher.run().button(key="workspace_publish").click().run()
+    first.rename(tmp_path / "moved.txt")
+    E._load_cached.cache_clear()  # the server was restarted since: the file is not in memory
+    E._file_arrays.cache_clear()
+    config = (root / "published" / "vectors" / "vocab.json").read_bytes()
+    learner = visit()
+    shown = next(name for name in models(learner) if name.startswith("📌 vectors"))
+    learner.selectbox(key="home_run").set_value(shown).run()
+    assert not learner.exception and learner.error[0].value.startswith("This run cannot be loaded")
+    assert not [t for t in learner.text_input if t.key == "home_run_relink"]
+    assert any("ask them to publish it again" in i.value for i in learner.info)
+    assert (root / "published" / "vectors" / "vocab.json").read_bytes() == config
+
+
+@pytest.mark.parametrize(("url", "link"), [
+    ("http://host:8501", "http://host:8501/?w=T"),
+    ("http://host:8501/", "http://host:8501/?w=T"),
+    ("https://class.example/app/Train?w=old&sentence=x", "https://class.example/app/Train?w=T"),
+])
+def test_the_private_link_is_the_page_with_the_token_alone(url, link):
+    from ui.workspace_views import private_link
+
+    assert private_link(url, "T") == link
+
+
 def test_a_wrong_teacher_token_gives_no_teacher_panel(root):
     at = visit(teacher="not-the-token")
     assert "teacher" not in at.query_params

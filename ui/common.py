@@ -235,6 +235,9 @@ def active_run_picker(key: str, *, label: str = "Model") -> tuple[Path, Run] | N
         st.error(f"This run cannot be loaded: {err}")
         if choices[name] == DEFAULT_RUN:
             return None
+        if choices[name].parent != runs_dir():  # a published run: read-only, its author relinks it
+            st.info("This run was published by your teacher: ask them to publish it again with its word-vector file.")
+            return None
         moved = st.text_input("Where is its word-vector file now?", key=f"{key}_relink",
                               help="The run keeps the path of the file it was trained with.").strip()
         if moved:

@@ -209,7 +209,7 @@ def in_line(snap: JobSnapshot) -> str:
     wait is the queue's estimate, which cannot see a run being saved: a few seconds are not a promise)."""
     place = f"{ordinal(snap.place)} in line" if snap.place else "about to start"
     if snap.wait_seconds is None:
-        return f"{place} — it starts by itself when a training ends"
+        return f"{place} — your turn comes when a training ends"
     if snap.wait_seconds <= SOON_SECONDS:
         return f"{place}, starting soon"
     wait = f"{snap.wait_seconds:.0f} s" if snap.wait_seconds < 120 else f"{snap.wait_seconds / 60:.0f} min"

@@ -48,17 +48,27 @@ def sidebar() -> None:
             if providers and st.button("Sign out", key="workspace_sign_out"):
                 st.logout()
         else:
-            base = (st.context.url or "").split("?")[0]
             remembered = _remember_me(token)
             st.caption("keep this link: it opens your runs" + (
                 " (this browser opens them in a new tab too)" if remembered else
                 "; a new tab without this link opens a new, empty workspace"))
-            st.code(f"{base}?{common.TOKEN_PARAM}={token}", language=None, wrap_lines=True)
+            st.code(private_link(st.context.url or "", token), language=None, wrap_lines=True)
             _remember_me_box()
             if providers:
                 _sign_in(providers)
         if common.is_teacher_visitor():
             _teacher_panel()
+
+
+def private_link(page_url: str, token: str) -> str:
+    """The address of this page with ``token`` as its only parameter: ``http://host:8501/?w=…``
+    (a site's root keeps its ``/``; the page's other parameters are left out)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    from ui import common
+
+    parts = urlsplit(page_url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", f"{common.TOKEN_PARAM}={token}", ""))
 
 
 def _remember_me(token: str) -> bool:
