@@ -31,10 +31,12 @@ def seen():
 
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch):
-    def refuse(self, address):
-        raise AssertionError(f"network use from Python: {address}")
+    def refuse(*args):
+        raise AssertionError(f"network use from Python: {args}")
 
-    monkeypatch.setattr(socket.socket, "connect", refuse)
+    for name in ("connect", "connect_ex"):
+        monkeypatch.setattr(socket.socket, name, refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)  # a host's look-up, before any connection
 
 
 def _bertviz_params(html: str) -> dict:
@@ -52,6 +54,8 @@ def _circuitsvis_props(html: str) -> dict:
 def test_the_network_is_cut():
     with pytest.raises(AssertionError, match="network use"):
         socket.create_connection(("127.0.0.1", 9), timeout=1)
+    with pytest.raises(AssertionError, match="network use"):
+        socket.create_connection(("unpkg.com", 443), timeout=1)
 
 
 def test_bertviz_head_view_and_model_view_draw_our_export(seen):
