@@ -244,8 +244,18 @@ def _evaluate(args: argparse.Namespace) -> dict:
     return {"accuracy": m.accuracy, "macro_f1": m.macro_f1, "n": m.n, "confusion": m.confusion, "labels": m.labels}
 
 
+def _glue_workspace(argv: list[str]) -> list[str]:
+    """``--workspace TOKEN`` as ``--workspace=TOKEN``: a token may begin with "-" (1 in 64 do), which
+    argparse would take for an option."""
+    out, args = [], iter(argv)
+    for arg in args:
+        value = next(args, None) if arg == "--workspace" else None
+        out.append(arg if value is None else f"{arg}={value}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(_glue_workspace(sys.argv[1:] if argv is None else argv))
     try:
         result = {"train": _train, "predict": _predict, "evaluate": _evaluate}[args.command](args)
     except InputError as err:
