@@ -88,15 +88,16 @@ def baseline(train: TextDataset, test: TextDataset) -> Score:
 
 
 def ours(train: TextDataset, test: TextDataset, embeddings: Any, overrides: dict[str, Any]) -> Score:
-    """The ``default`` preset with ``overrides`` trained as the CLI trains, scored on ``test``."""
-    model_cfg, train_cfg = preset("default", **{"time_budget": TIME_BUDGET_S, **overrides})
+    """The ``default`` preset with ``overrides`` (e.g. ``time_budget``) trained as the CLI trains, scored on ``test``."""
+    model_cfg, train_cfg = preset("default", **overrides)
     start = time.perf_counter()
     trainer = Trainer(model_cfg, train_cfg, train, embeddings)
     result = run_trainer(trainer)
     seconds = time.perf_counter() - start
     m: Metrics = evaluate_model(result.model, result.encoder, test, result.label_names)
     h = result.history
-    detail = f"{len(h.epochs)} ep, kept {h.kept_epoch}, {h.status}, train {h.seconds:.1f} s"
+    detail = (f"{len(h.epochs)} ep, kept {h.kept_epoch}, {h.status}, train {h.seconds:.1f} s, "
+              f"{h.examples_seen:,} examples")
     return Score(m.accuracy, m.macro_f1, seconds, detail)
 
 
@@ -113,55 +114,88 @@ def parse_config(text: str) -> tuple[str, dict[str, Any]]:
     return name, overrides
 
 
+@dataclass
+class SetResult:
+    """One set's side-by-side figures: the baseline, then ours per config and seed."""
+
+    name: str
+    n_train: int
+    n_eval: int
+    baseline: Score
+    ours: dict[str, list[Score]]
+
+
+def compare(name: str, tuning_dir: Path | None, embeddings: Any, *, tune: bool, configs: list[tuple[str, dict]],
+            seeds: list[int], time_budget: float = TIME_BUDGET_S, threads: int | None = None,
+            report: Any = print) -> SetResult:
+    """Train the baseline and ours (each config × seed) on one set's split; ``report`` gets a line per model."""
+    if name != "uci" and tuning_dir is None:
+        raise SystemExit(f"the {name} set needs --tuning-dir")
+    train, test = load_splits(name, tuning_dir or Path("."), embeddings.__contains__)
+    if tune:
+        train, test = train.split(0.2, seed=TUNE_SEED)
+    b = baseline(train, test)
+    split = "validation" if tune else "test"
+    report(f"  {name:<5} {'tfidf+lr':<22} {b.accuracy:6.3f} {b.macro_f1:8.3f} {b.seconds:6.1f}  "
+           f"{len(train)} train / {len(test)} {split} rows")
+    result = SetResult(name, len(train), len(test), b, {})
+    for config, overrides in configs:
+        for seed in seeds:
+            extra = {"num_threads": threads} if threads else {}
+            s = ours(train, test, embeddings, {"time_budget": time_budget, **overrides, "seed": seed, **extra})
+            result.ours.setdefault(config, []).append(s)
+            report(f"  {name:<5} {config + f' s{seed}':<22} {s.accuracy:6.3f} {s.macro_f1:8.3f} {s.seconds:6.1f}  "
+                   f"{s.detail}  Δacc {s.accuracy - b.accuracy:+.3f} ΔF1 {s.macro_f1 - b.macro_f1:+.3f}")
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tuning-dir", type=Path, required=True, help="folder with cr.csv, subj.csv, trec_train.csv, "
-                        "trec_test.csv (text,label)")
+    parser.add_argument("--tuning-dir", type=Path, help="folder with cr.csv, subj.csv, trec_train.csv, "
+                        "trec_test.csv (text,label); without it only uci runs")
     parser.add_argument("--tune", action="store_true", help="score on validation splits of the training parts only")
-    parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, from {', '.join(SETS)}")
+    parser.add_argument("--sets", help=f"comma-separated, from {', '.join(SETS)} (default: all, or uci without "
+                        "--tuning-dir)")
     parser.add_argument("--config", action="append", default=[], metavar="NAME=KEY=VALUE,…",
                         help="settings over the default preset (repeatable; default: the default preset as it is)")
     parser.add_argument("--threads", type=int, help="torch threads (default: as the CLI chooses)")
+    parser.add_argument("--time-budget", type=float, default=TIME_BUDGET_S, metavar="SECONDS",
+                        help="ours' training budget (default 60; a busy machine trains 5–15× slower: give it more "
+                        "to tune on epochs, and say so)")
     parser.add_argument("--seeds", default="0", help="training seeds, comma-separated (the splits stay fixed)")
     parser.add_argument("--log", type=Path, help="append one JSON line per result to this file")
     args = parser.parse_args(argv)
     configs = [parse_config(c) for c in args.config] or [("default", {})]
     seeds = [int(s) for s in args.seeds.split(",")]
+    sets = args.sets.split(",") if args.sets else list(SETS) if args.tuning_dir else ["uci"]
     embeddings = load_embeddings(EmbeddingSource())
     split = "validation" if args.tune else "test"
-    print(f"quality on {split} splits; ours = default preset + config, {TIME_BUDGET_S:g} s budget", flush=True)
+    print(f"quality on {split} splits; ours = default preset + config, {args.time_budget:g} s budget", flush=True)
     print(f"  {'set':<5} {'model':<22} {'acc':>6} {'macroF1':>8} {'s':>6}  detail", flush=True)
-    table: dict[str, dict[str, list[Score]]] = {}
-    for name in args.sets.split(","):
-        train, test = load_splits(name, args.tuning_dir, embeddings.__contains__)
-        if args.tune:
-            train, test = train.split(0.2, seed=TUNE_SEED)
-        b = baseline(train, test)
-        print(f"  {name:<5} {'tfidf+lr':<22} {b.accuracy:6.3f} {b.macro_f1:8.3f} {b.seconds:6.1f}  "
-              f"{len(train)} train / {len(test)} {split} rows", flush=True)
-        rows = table.setdefault(name, {"tfidf+lr": [b]})
-        for config, overrides in configs:
-            for seed in seeds:
-                extra = {"num_threads": args.threads} if args.threads else {}
-                s = ours(train, test, embeddings, {**overrides, "seed": seed, **extra})
-                rows.setdefault(config, []).append(s)
-                print(f"  {name:<5} {config + f' s{seed}':<22} {s.accuracy:6.3f} {s.macro_f1:8.3f} {s.seconds:6.1f}  "
-                      f"{s.detail}  Δacc {s.accuracy - b.accuracy:+.3f} ΔF1 {s.macro_f1 - b.macro_f1:+.3f}", flush=True)
-                if args.log:
-                    with args.log.open("a") as f:
-                        f.write(json.dumps({"split": split, "set": name, "config": config, "overrides": overrides,
-                                            "seed": seed, "accuracy": s.accuracy, "macro_f1": s.macro_f1,
-                                            "seconds": s.seconds, "detail": s.detail, "baseline_accuracy": b.accuracy,
-                                            "baseline_macro_f1": b.macro_f1}) + "\n")
+    results = []
+    for name in sets:
+        r = compare(name, args.tuning_dir, embeddings, tune=args.tune, configs=configs, seeds=seeds,
+                    time_budget=args.time_budget, threads=args.threads, report=lambda line: print(line, flush=True))
+        results.append(r)
+        if args.log:
+            with args.log.open("a") as f:
+                for config, scores in r.ours.items():
+                    for seed, s in zip(seeds, scores, strict=True):
+                        f.write(json.dumps({"split": split, "set": r.name, "config": config, "overrides":
+                                            dict(configs)[config], "seed": seed, "accuracy": s.accuracy,
+                                            "macro_f1": s.macro_f1, "seconds": s.seconds, "detail": s.detail,
+                                            "baseline_accuracy": r.baseline.accuracy,
+                                            "baseline_macro_f1": r.baseline.macro_f1}) + "\n")
     print(f"\n== summary ({split}; mean over seeds) ==")
-    for name, rows in table.items():
-        b = rows["tfidf+lr"][0]
-        for config, scores in rows.items():
+    for r in results:
+        b = r.baseline
+        print(f"  {r.name:<5} {'tfidf+lr':<16} acc {b.accuracy:.3f} macroF1 {b.macro_f1:.3f} {b.seconds:5.1f} s")
+        for config, scores in r.ours.items():
             acc = statistics.mean(s.accuracy for s in scores)
             f1 = statistics.mean(s.macro_f1 for s in scores)
             sec = statistics.mean(s.seconds for s in scores)
-            ratio = "" if config == "tfidf+lr" else f"  ratio acc {acc / b.accuracy:.3f} F1 {f1 / b.macro_f1:.3f}"
-            print(f"  {name:<5} {config:<16} acc {acc:.3f} macroF1 {f1:.3f} {sec:5.1f} s{ratio}")
+            print(f"  {r.name:<5} {config:<16} acc {acc:.3f} macroF1 {f1:.3f} {sec:5.1f} s  "
+                  f"ratio acc {acc / b.accuracy:.3f} F1 {f1 / b.macro_f1:.3f}")
     return 0
 
 
