@@ -48,6 +48,7 @@ class TrainConfig:
     lr: float = 2e-3  # learning rate
     optimizer: str = "adamw"  # adamw | adam | sgd
     weight_decay: float = 0.01  # decoupled for adamw, L2 for the others
+    embedding_lr: float = 1.0  # the word vectors' learning rate as a share of lr (lower: they drift less from GloVe)
     lr_schedule: str = "constant"  # constant | linear | cosine: decay to 0 over the planned steps (epochs × batches)
     warmup: float = 0.0  # share of the planned steps over which the learning rate rises from 0
     label_smoothing: float = 0.0  # target mass spread over the other classes (less over-confident logits)
@@ -83,6 +84,8 @@ class TrainConfig:
             bad("time_budget", "use a positive number of seconds")
         if self.weight_decay < 0:
             bad("weight_decay", "use 0 or more")
+        if not 0.0 < self.embedding_lr <= 10.0:
+            bad("embedding_lr", "use a share of the learning rate in (0, 10], e.g. 0.1; freeze the vectors for 0")
         if self.lr_schedule not in LR_SCHEDULES:
             bad("lr_schedule", f"choose one of {', '.join(LR_SCHEDULES)}")
         if not 0.0 <= self.warmup < 1.0:
@@ -578,7 +581,11 @@ class Trainer:
 
     def _optimizer(self) -> torch.optim.Optimizer:
         tc = self.train_config
-        params = [p for p in self.model.parameters() if p.requires_grad]
+        table = self.model.embedding.weight
+        rest = [p for p in self.model.parameters() if p.requires_grad and p is not table]
+        params = [{"params": rest}]
+        if table.requires_grad:
+            params.append({"params": [table], "lr": tc.lr * tc.embedding_lr})
         if tc.optimizer == "sgd":
             return torch.optim.SGD(params, lr=tc.lr, weight_decay=tc.weight_decay, foreach=True)
         if tc.optimizer == "adam":

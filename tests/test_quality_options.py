@@ -3,6 +3,7 @@ the learning-rate schedule and early stopping — shapes, masks, determinism, sa
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -102,7 +103,7 @@ def test_bad_model_options_name_the_value(bad: dict) -> None:
 @pytest.mark.parametrize(
     "bad",
     [{"label_smoothing": 0.5}, {"label_smoothing": -0.1}, {"lr_schedule": "step"}, {"warmup": 1.0}, {"warmup": -0.2},
-     {"patience": 0}],
+     {"patience": 0}, {"embedding_lr": 0.0}, {"embedding_lr": 11.0}],
 )
 def test_bad_training_options_name_the_value(bad: dict) -> None:
     with pytest.raises(ConfigError, match=repr(next(iter(bad.values())))) as info:
@@ -129,6 +130,22 @@ def test_the_schedule_sets_the_optimizers_learning_rate(ds, emb):
         rates.append(step.optimizer.param_groups[0]["lr"])
     steps = 4 * 6  # 4 epochs × 36 rows / 6
     assert rates == pytest.approx([0.01 * (1 - s / steps) for s in range(1, 7)])
+
+
+def test_embedding_lr_scales_only_the_word_vectors_learning_rate(ds, emb):
+    tc = TrainConfig(epochs=2, batch_size=6, lr=0.01, val_fraction=0.0, embedding_lr=0.1, lr_schedule="linear")
+    trainer = Trainer(NEW_OPTIONS, tc, ds, emb)
+    step = trainer._make_step(None)
+    before = trainer.model.embedding.weight.detach().clone()
+    step([0, 1, 2])
+    groups = step.optimizer.param_groups
+    table = [g for g in groups if any(p is trainer.model.embedding.weight for p in g["params"])]
+    assert len(table) == 1 and len(table[0]["params"]) == 1
+    other = [g for g in groups if g is not table[0]]
+    assert table[0]["lr"] == pytest.approx(0.1 * other[0]["lr"])  # the schedule keeps the ratio
+    assert not torch.equal(before, trainer.model.embedding.weight)  # the vectors still learn
+    frozen = Trainer(replace(NEW_OPTIONS, freeze_embeddings=True), tc, ds, emb)._make_step(None)
+    assert len(frozen.optimizer.param_groups) == 1
 
 
 def test_patience_stops_when_validation_loss_stops_improving(ds, emb):
