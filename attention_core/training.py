@@ -52,6 +52,7 @@ class TrainConfig:
     lr_schedule: str = "constant"  # constant | linear | cosine: decay to 0 over the planned steps (epochs × batches)
     warmup: float = 0.0  # share of the planned steps over which the learning rate rises from 0
     label_smoothing: float = 0.0  # target mass spread over the other classes (less over-confident logits)
+    average_epochs: float = 0.0  # > 0: evaluate and keep a moving average of the weights over about this many epochs
     patience: int | None = None  # stop when validation loss has not improved for this many epochs; None = never
     val_fraction: float = 0.2  # share of rows held out (stratified) for validation
     seed: int = 0  # same seed → same split, init, batches and history
@@ -92,6 +93,8 @@ class TrainConfig:
             bad("warmup", "use a share of the steps in [0, 1), e.g. 0.05")
         if not 0.0 <= self.label_smoothing < 0.5:
             bad("label_smoothing", "use a value in [0, 0.5), e.g. 0.1")
+        if not 0.0 <= self.average_epochs <= 100.0:
+            bad("average_epochs", "use 0 (off) or a number of epochs such as 2")
         if self.patience is not None and self.patience < 1:
             bad("patience", "use 1 or more epochs, or None to train every epoch")
         if not 0 <= self.snapshots <= MAX_SNAPSHOTS:
@@ -397,14 +400,22 @@ class _AutogradStep:
     def __init__(self, model: AttentionClassifier, optimizer: torch.optim.Optimizer,
                  tensors: Callable[[Sequence[int]], tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]],
                  loss_weight: torch.Tensor | None, grad_clip: float | None, *, label_smoothing: float = 0.0,
-                 lr_factor: Callable[[int], float] | None = None) -> None:
+                 lr_factor: Callable[[int], float] | None = None, average_steps: float = 0.0) -> None:
         self.model, self.optimizer, self.tensors = model, optimizer, tensors
         self.loss_weight, self.grad_clip, self.label_smoothing = loss_weight, grad_clip, label_smoothing
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor) if lr_factor else None
+        self.average_steps = average_steps
+        self.average = [p.detach().clone() for p in self.params] if average_steps else None
+        self.raw: list[torch.Tensor] | None = None  # the trained weights while the model holds the average
+        self.steps = 0
 
     def __call__(self, rows: Sequence[int]) -> tuple[float, int]:
         """(loss, correct predictions) of the rows; the weights move only when the loss is finite."""
+        if self.raw is not None:  # the epoch's end evaluated the average: train on from the trained weights
+            with torch.no_grad():
+                torch._foreach_copy_(self.params, self.raw)
+            self.raw = None
         ids, mask, y = self.tensors(rows)
         logits, _ = self.model(ids, mask, need_weights=False)
         loss = F.cross_entropy(logits, y, weight=self.loss_weight, label_smoothing=self.label_smoothing)
@@ -418,10 +429,20 @@ class _AutogradStep:
             self.optimizer.step()
             if self.scheduler is not None:
                 self.scheduler.step()
+            if self.average is not None:
+                self.steps += 1
+                # An exponential moving average; early on it weighs recent steps more (as TensorFlow's).
+                keep = min(max(0.0, 1.0 - 1.0 / self.average_steps), (1 + self.steps) / (10 + self.steps))
+                with torch.no_grad():
+                    torch._foreach_lerp_(self.average, [p.detach() for p in self.params], 1.0 - keep)
         return loss_value, correct
 
     def end_epoch(self) -> None:
-        """Nothing to do: the optimizer updates the model's own weights."""
+        """With weight averaging, the model holds the average until the next step (evaluated, kept, snapshotted)."""
+        if self.average is not None:
+            with torch.no_grad():
+                self.raw = [p.detach().clone() for p in self.params]
+                torch._foreach_copy_(self.params, self.average)
 
     def weights_finite(self) -> bool:
         return all(bool(torch.isfinite(p).all()) for p in self.params)
@@ -715,7 +736,8 @@ class Trainer:
         steps = tc.epochs * math.ceil(len(ids) / tc.batch_size)
         return _AutogradStep(self.model, self._optimizer(), lambda rows: self._tensors(rows, ids, labels),
                              loss_weight, tc.grad_clip, label_smoothing=tc.label_smoothing,
-                             lr_factor=lr_factor(tc.lr_schedule, tc.warmup, steps))
+                             lr_factor=lr_factor(tc.lr_schedule, tc.warmup, steps),
+                             average_steps=tc.average_epochs * steps / tc.epochs)
 
     def _wait_while_paused(self, clock: _TrainingClock) -> None:
         """Block until :meth:`resume` (or :meth:`stop`); the wait is not training time."""

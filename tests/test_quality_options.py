@@ -20,7 +20,8 @@ POS = ["a great movie", "i love it", "wonderful and fun", "the best food ever", 
 NEG = ["a terrible movie", "i hate it", "awful and boring", "the worst food ever", "really bad service", "so sad"]
 NEW_OPTIONS = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32, dropout=0.1, pooling="attention",
                           embedding_dropout=0.1, word_dropout=0.1)
-NEW_TRAINING = {"label_smoothing": 0.1, "lr_schedule": "cosine", "warmup": 0.1, "patience": 2}
+NEW_TRAINING = {"label_smoothing": 0.1, "lr_schedule": "cosine", "warmup": 0.1, "patience": 2, "embedding_lr": 0.5,
+                "average_epochs": 1.0}
 
 
 def small_model(**overrides: object) -> AttentionClassifier:
@@ -103,7 +104,7 @@ def test_bad_model_options_name_the_value(bad: dict) -> None:
 @pytest.mark.parametrize(
     "bad",
     [{"label_smoothing": 0.5}, {"label_smoothing": -0.1}, {"lr_schedule": "step"}, {"warmup": 1.0}, {"warmup": -0.2},
-     {"patience": 0}, {"embedding_lr": 0.0}, {"embedding_lr": 11.0}],
+     {"patience": 0}, {"embedding_lr": 0.0}, {"embedding_lr": 11.0}, {"average_epochs": -1.0}],
 )
 def test_bad_training_options_name_the_value(bad: dict) -> None:
     with pytest.raises(ConfigError, match=repr(next(iter(bad.values())))) as info:
@@ -146,6 +147,18 @@ def test_embedding_lr_scales_only_the_word_vectors_learning_rate(ds, emb):
     assert not torch.equal(before, trainer.model.embedding.weight)  # the vectors still learn
     frozen = Trainer(replace(NEW_OPTIONS, freeze_embeddings=True), tc, ds, emb)._make_step(None)
     assert len(frozen.optimizer.param_groups) == 1
+
+
+def test_weight_averaging_changes_what_is_evaluated_and_kept_not_how_training_steps(ds, emb):
+    def run(average_epochs: float):
+        tc = TrainConfig(epochs=4, batch_size=4, lr=0.02, val_fraction=0.25, average_epochs=average_epochs, snapshots=0)
+        return Trainer(NEW_OPTIONS, tc, ds, emb).run()
+
+    plain, averaged = run(0.0), run(2.0)
+    assert plain.history.step_losses == averaged.history.step_losses  # each epoch trains on from the trained weights
+    assert [e.val_loss for e in plain.history.epochs] != [e.val_loss for e in averaged.history.epochs]
+    kept = dict(averaged.model.named_parameters())
+    assert any(not torch.equal(p, kept[k]) for k, p in plain.model.named_parameters())
 
 
 def test_patience_stops_when_validation_loss_stops_improving(ds, emb):
