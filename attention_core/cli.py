@@ -18,7 +18,10 @@ from typing import TYPE_CHECKING, NoReturn
 from attention_core.errors import ConfigError, InputError, RunError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from attention_core.runs import Prediction
+    from attention_core.training import EpochRecord, Trainer, TrainResult
     from attention_core.workspaces import Workspace, WorkspaceStore
 
 EXIT_BAD_INPUT = 2
@@ -159,7 +162,6 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
     from attention_core.embeddings import EmbeddingSource, load_embeddings
     from attention_core.presets import preset
     from attention_core.runs import Run, save_new_run, save_run
-    from attention_core.threads import auto_threads
     from attention_core.training import Trainer
 
     names = ("epochs", "n_layers", "n_heads", "lr", "batch_size", "seed", "val_fraction", "time_budget", "vocab_limit",
@@ -192,9 +194,7 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
         bar.set_postfix(post, refresh=False)
         bar.update(1)
 
-    tuner = auto_threads() if train_cfg.num_threads is None and device == "cpu" else None  # --threads N: fixed
-    on_step = (lambda event: tuner.update(event.examples_seen, event.seconds)) if tuner is not None else None
-    result = trainer.run(on_epoch=on_epoch, on_step=on_step)
+    result = run_trainer(trainer, on_epoch=on_epoch)
     bar.close()
     run = Run.from_result(result, name=args.name or out.name)
     try:
@@ -205,6 +205,17 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
     if result.history.message:
         print(result.history.message, file=sys.stderr)
     return {**result.history.summary(), "run": str(out)}
+
+
+def run_trainer(trainer: Trainer, on_epoch: Callable[[EpochRecord], None] | None = None) -> TrainResult:
+    """Run ``trainer`` as ``train`` does: on the CPU without ``--threads``, the thread count follows the machine's load
+    (:func:`~attention_core.threads.auto_threads`). ``benchmarks/quality.py`` trains through this too."""
+    from attention_core.threads import auto_threads
+
+    auto = trainer.train_config.num_threads is None and trainer.device.type == "cpu"  # --threads N: fixed
+    tuner = auto_threads() if auto else None
+    on_step = (lambda event: tuner.update(event.examples_seen, event.seconds)) if tuner is not None else None
+    return trainer.run(on_epoch=on_epoch, on_step=on_step)
 
 
 def _predict(args: argparse.Namespace) -> dict:
