@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 import math
+import warnings
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from attention_core import EmbeddingSource, Trainer, dataset_from_lists, load_dataset, load_embeddings, preset
 from attention_core.attention import attention_steps
@@ -42,11 +46,44 @@ def test_post_sgd_step_matches_autograd_training(emb10k, freeze_head):
 
 
 def test_prepare_appends_ones():
-    x = torch.randn(3, 51)
-    assert torch.equal(PostModelSGDStep.prepare(x)[:, -1], torch.ones(3))
+    x = torch.randn(3, 51, dtype=torch.float64)
+    x1 = PostModelSGDStep.prepare(x)
+    assert x1.dtype == np.float64 and np.array_equal(x1[:, :-1], x.numpy()) and np.array_equal(x1[:, -1], np.ones(3))
 
 
-def test_its_attention_is_attention_steps_bit_for_bit_and_the_models_map(emb10k):
+@pytest.mark.parametrize("freeze_head", [True, False])
+def test_in_float64_every_loss_and_weight_is_autograd_sgds(emb10k, freeze_head):
+    """Three epochs on the post's 39 sentences with a learning rate that moves the weights: every step's loss and
+    the weights written back equal autograd + torch.optim.SGD's to float64 rounding."""
+    small = load_dataset("data/small.csv")
+    trainer = Trainer(*preset("seed", epochs=1, freeze_head=freeze_head), small, emb10k)
+    fast, slow = copy.deepcopy(trainer.model).double(), copy.deepcopy(trainer.model).double()
+    before = {k: v.clone() for k, v in slow.state_dict().items()}
+    lr = 0.05
+    sgd = PostModelSGDStep(fast, lr=lr, train_head=not freeze_head)
+    optimizer = torch.optim.SGD([p for p in slow.parameters() if p.requires_grad], lr=lr)
+    batches = [trainer.encoder.encode_for_model(text)[1] for text in small.texts]
+    with torch.no_grad():
+        inputs = [sgd.prepare(fast.embed(batch.ids)[0]) for batch in batches]
+    for _ in range(3):
+        for x1, batch, y in zip(inputs, batches, small.labels, strict=True):
+            loss, _ = sgd.step(x1, y)
+            logits, _ = slow(batch.ids, batch.mask, batch.extra, need_weights=False)
+            expected = F.cross_entropy(logits, torch.tensor([y]))
+            optimizer.zero_grad()
+            expected.backward()
+            optimizer.step()
+            assert loss == pytest.approx(expected.item(), abs=1e-9)
+    sgd.write_back(fast)
+    for (name, a), b in zip(fast.state_dict().items(), slow.state_dict().values(), strict=True):
+        assert torch.allclose(a, b, rtol=0, atol=1e-9), name
+    moved = {k for k, v in slow.state_dict().items() if not torch.equal(v, before[k])}
+    head = {"head.weight", "head.bias"}
+    assert (moved & head == set()) == freeze_head and float((slow.state_dict()["blocks.0.attn.q_proj.weight"]
+                                                            - before["blocks.0.attn.q_proj.weight"]).abs().max()) > 1e-3
+
+
+def test_its_attention_is_attention_steps_and_the_models_map(emb10k):
     trainer = Trainer(*preset("seed", epochs=1), dataset_from_lists(REVIEWS, LABELS), emb10k)
     model = trainer.model
     g = torch.Generator().manual_seed(0)
@@ -58,18 +95,25 @@ def test_its_attention_is_attention_steps_bit_for_bit_and_the_models_map(emb10k)
     with torch.no_grad():
         x = model.embed(batch.ids)[0]  # (n, d): word vectors and the position index
         _, maps = model(batch.ids, batch.mask, batch.extra)  # (L, B, H, T, T)
-    q, k, v, alpha = sgd.attention(sgd.prepare(x))
+    q, k, v, alpha = (torch.from_numpy(t) / sgd.a for t in sgd.attention(sgd.prepare(x)))  # q, k, v come times a
+    alpha = alpha * sgd.a
     n, d = x.shape
+    attn = model.blocks[0].attn
+    assert torch.allclose(q, attn.q_proj(x), atol=1e-5) and torch.allclose(v, attn.v_proj(x), atol=1e-5)
     assert alpha.shape == (n, n) and float(alpha.max(-1).values.mean()) > 2 / n
-    assert torch.equal(alpha, attention_steps(q, k, v, scale=1 / math.sqrt(d)).weights)
-    assert torch.allclose(alpha, maps[0, 0, 0], atol=1e-6)  # the map the model shows for the sentence
+    # Float32 rounding apart (the array holds the weights times a): α of attention_steps and of the model's map.
+    assert torch.allclose(alpha, attention_steps(q, k, v, scale=1 / math.sqrt(d)).weights, atol=1e-6)
+    assert torch.allclose(alpha, maps[0, 0, 0], atol=1e-6)
 
 
 def test_a_diverging_post_sgd_run_keeps_its_last_good_epoch(emb10k):
     """Weights that overflow at an epoch's last step are caught after the epoch: the model is the previous one."""
     two = dataset_from_lists(["a great movie", "a terrible movie"], ["pos", "neg"])
     model_cfg, train_cfg = preset("seed", epochs=300, freeze_head=False, lr=1e6)
-    result = Trainer(model_cfg, train_cfg, two, emb10k).run()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.filterwarnings("always", category=RuntimeWarning, append=True)
+        result = Trainer(model_cfg, train_cfg, two, emb10k).run()
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]  # NumPy's overflow warnings: noise
     h = result.history
     assert h.status == "diverged"
     last = len(h.epochs)

@@ -27,7 +27,7 @@ VARIANTS = {
 SHORT = {"frozen": "Seed, head frozen", "head": "Seed, head trained", "default": "Default"}
 # Seconds per SGD step of a seed variant on an idle 2-core machine (benchmarks/run.py --only seed_vs_numpy),
 # and per variant for starting its process and saving its run: for the estimate shown before training.
-STEP_SECONDS, VARIANT_SECONDS = 63e-6, 0.5
+STEP_SECONDS, VARIANT_SECONDS = 37e-6, 0.5
 
 
 @st.cache_resource(show_spinner="Reading small.csv…")
