@@ -154,7 +154,7 @@ class SentenceContext:
     def mask(self) -> Tensor:
         return torch.ones(1, self.n_tokens, dtype=torch.bool, device=self.features.device)
 
-    def target_probability(self, keep: Tensor, chunk: int = 2048) -> np.ndarray:
+    def target_probability(self, keep: Tensor, chunk: int = 128) -> np.ndarray:
         """p(target) with only the tokens where ``keep`` (N, T) is True, the rest masked. → (N,)."""
         out = []
         with evaluating(self.model):
