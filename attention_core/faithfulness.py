@@ -155,15 +155,20 @@ class SentenceContext:
         return torch.ones(1, self.n_tokens, dtype=torch.bool, device=self.features.device)
 
     def target_probability(self, keep: Tensor, chunk: int = 128) -> np.ndarray:
-        """p(target) with only the tokens where ``keep`` (N, T) is True, the rest masked. → (N,)."""
+        """p(target) with only the tokens where ``keep`` (N, T) is True, the rest masked. → (N,).
+
+        Each distinct row is run once: the curves of different orders share many (the full and the
+        empty sentence, and the first few tokens where methods agree).
+        """
+        rows, where = torch.unique(keep, dim=0, return_inverse=True)  # (U, T), (N,)
         out = []
         with evaluating(self.model):
-            for start in range(0, keep.shape[0], chunk):
-                part = keep[start : start + chunk].to(self.features.device)
+            for start in range(0, rows.shape[0], chunk):
+                part = rows[start : start + chunk].to(self.features.device)
                 x = self.features.expand(part.shape[0], -1, -1)
                 logits, _ = self.model.forward_features(x, part, need_weights=False)
                 out.append(torch.softmax(logits.double(), -1)[:, self.target])
-        return torch.cat(out).cpu().numpy()
+        return torch.cat(out).cpu()[where].numpy()
 
     def readout(self) -> Tensor:
         """How the pooled vector reads the output tokens: one weight per token (T,), summing to 1.

@@ -34,8 +34,10 @@ SENTENCE = "the food was not good at all but the staff were kind"
 
 @pytest.fixture(scope="module")
 def bundled():
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small batches: one thread is the fast setting (benchmarks/README.md)
-    return load_run("data/default_run")
+    yield load_run("data/default_run")
+    torch.set_num_threads(threads)
 
 
 def tiny_model(seed: int = 0, **overrides: object) -> AttentionClassifier:
