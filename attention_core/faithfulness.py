@@ -139,7 +139,7 @@ class SentenceContext:
     model: AttentionClassifier
     encoded: Encoded
     features: Tensor  # (1, T, F) model.embed of the sentence
-    attention: Tensor  # (L, H, T, T)
+    attention: Tensor  # (L, H, T, T), or (L + 1, H, T, T) with a pooling attention's map last
     probabilities: Tensor  # (C,)
     target: int  # the class explained: the predicted one
     rng: np.random.Generator
@@ -170,12 +170,28 @@ class SentenceContext:
                 out.append(torch.softmax(logits.double(), -1)[:, self.target])
         return torch.cat(out).cpu()[where].numpy()
 
+    @property
+    def layers(self) -> Tensor:
+        """The attention layers' maps (L, H, T, T), without a pooling attention's."""
+        return self.attention[: self.model.cfg.n_layers].cpu()
+
+    @property
+    def pooling_attention(self) -> Tensor | None:
+        """The pooling query's weights over the tokens, head average (T,), for a model that pools by attention."""
+        if self.attention.shape[0] <= self.model.cfg.n_layers:
+            return None
+        return self.attention[self.model.cfg.n_layers].double().mean(dim=0)[0].cpu()  # every row the same
+
     def readout(self) -> Tensor:
         """How the pooled vector reads the output tokens: one weight per token (T,), summing to 1.
 
-        Mean (and, as an approximation, max) pooling reads every token equally; ``first`` reads token 0.
+        Mean (and, as an approximation, max) pooling reads every token equally; ``first`` reads
+        token 0; attention pooling reads them by its weights.
         """
         t = self.n_tokens
+        pooling = self.pooling_attention
+        if pooling is not None:
+            return pooling
         if self.model.cfg.pooling == "first":
             return torch.nn.functional.one_hot(torch.tensor(0), t).double()
         return torch.full((t,), 1.0 / t, dtype=torch.float64)
@@ -196,17 +212,23 @@ class Method:
 
 
 def _last_layer_attention(ctx: SentenceContext) -> np.ndarray:
-    mean = ctx.attention[-1].double().mean(dim=0).cpu()  # (T, T) head average
+    mean = ctx.layers[-1].double().mean(dim=0)  # (T, T) head average
     return (ctx.readout() @ mean).numpy()
 
 
+def _pooling_attention(ctx: SentenceContext) -> np.ndarray:
+    pooling = ctx.pooling_attention
+    assert pooling is not None  # offered only for models that pool by attention
+    return pooling.numpy()
+
+
 def _rollout(ctx: SentenceContext) -> np.ndarray:
-    rollout = attention_rollout(ctx.attention.cpu(), residual=ctx.model.cfg.residual).double()  # (T, T)
+    rollout = attention_rollout(ctx.layers, residual=ctx.model.cfg.residual).double()  # (T, T)
     return (ctx.readout() @ rollout).numpy()
 
 
 def _flow(ctx: SentenceContext) -> np.ndarray:
-    return attention_flow(ctx.attention.cpu(), ctx.readout(), residual=ctx.model.cfg.residual)
+    return attention_flow(ctx.layers, ctx.readout(), residual=ctx.model.cfg.residual)
 
 
 def _gradient(method: str) -> Callable[[SentenceContext], np.ndarray]:
@@ -250,6 +272,9 @@ for _method in (
     Method("attention", "Attention (last layer)",
            "how much the last layer's heads, averaged, look at each word as the sentence is pooled",
            _last_layer_attention),
+    Method("pooling_attention", "Pooling attention",
+           "the weight the pooling query gives each word when it sums the sentence up (models that pool by attention)",
+           _pooling_attention, available=lambda model: model.cfg.pooling == "attention"),
     Method("rollout", "Attention rollout",
            "attention multiplied through the layers, with the residual path: how much of each word reaches the output",
            _rollout),

@@ -227,7 +227,7 @@ def test_sentence_lab_curves_start_full_and_end_empty(bundled):
     lab = sentence_lab(bundled.model, bundled.encoder, bundled.label_names, SENTENCE)
     t = len(lab.tokens)
     full = lab.probabilities[lab.label]
-    assert lab.methods == list(METHODS)
+    assert lab.methods == [m.name for m in available_methods(bundled.model)] == [m for m in METHODS if m != "pooling_attention"]
     assert set(lab.deletion) == {*lab.methods, "random"} == set(lab.comprehensiveness) == set(lab.sufficiency)
     for name in lab.deletion:
         assert len(lab.deletion[name]) == len(lab.insertion[name]) == t + 1
@@ -273,6 +273,24 @@ def test_a_method_can_be_added_for_models_that_have_it(bundled):
         METHODS.pop("first_word", None)
     with pytest.raises(ConfigError, match="not known"):
         available_methods(bundled.model, ["attention", "lime"])
+
+
+def test_a_pooling_attention_map_after_the_layers_is_read_as_the_pooling_and_kept_out_of_rollout():
+    model = tiny_model()
+    t = 3
+    layers = torch.softmax(torch.randn(2, 2, t, t, generator=torch.Generator().manual_seed(0)), dim=-1)
+    query = torch.tensor([[0.6, 0.3, 0.1], [0.2, 0.2, 0.6]])  # (H, T): each head's pooling weights
+    stack = torch.cat([layers, query[None, :, None, :].expand(1, 2, t, t)])  # (L + 1, H, T, T)
+    ctx = SentenceContext(model, None, torch.zeros(1, t, 8), stack, torch.tensor([0.5, 0.5]), 0,
+                          np.random.default_rng(0))
+    assert torch.equal(ctx.layers, layers)
+    assert ctx.readout().tolist() == pytest.approx([0.4, 0.25, 0.35])  # the heads' mean
+    assert METHODS["pooling_attention"].score(ctx) == pytest.approx([0.4, 0.25, 0.35])
+    rollout = attention_rollout(layers, residual=True).double()
+    assert METHODS["rollout"].score(ctx) == pytest.approx((ctx.readout() @ rollout).numpy())
+    plain = SentenceContext(model, None, torch.zeros(1, t, 8), layers, torch.tensor([0.5, 0.5]), 0,
+                            np.random.default_rng(0))
+    assert plain.pooling_attention is None and plain.readout().tolist() == pytest.approx([1 / 3] * 3)
 
 
 # --- bad input ---------------------------------------------------------------------------------
