@@ -10,17 +10,16 @@ head's knock-out accuracy and Jain & Wallace's permutation test (2019, "Attentio
 Explanation", NAACL, arXiv:1902.10186; see also Wiegreffe & Pinter, 2019, "Attention is not
 not Explanation", EMNLP, arXiv:1908.04626).
 
-Removing a token means masking it: no query attends to it and pooling leaves it out, while the
-other tokens keep their positions. Leave-one-out, Shapley values and the curves all remove
+Removing a token means masking it: no query attends to it and mean or max pooling leaves it
+out, while the other tokens keep their positions. Leave-one-out, Shapley values and the curves all remove
 tokens this way, so they measure the same model on the same inputs.
 
 Interventions on the attention go through ``model.forward_features(…, edit_attention=…)``
 (:data:`attention_core.model.AttentionEdit`): :func:`knock_out` switches heads off, and the
 permutation test shuffles the last layer's weights.
 
-Attribution methods are written here rather than taken from Captum: measured, Captum 0.9
-installs 80 MB with matplotlib and imports in ~0.5 s, for three methods of ~15 lines each that
-run batched here (README, "Dependencies and why"; benchmarks/README.md).
+Integrated gradients, leave-one-out and Shapley sampling are written here, batched, rather than
+taken from Captum (why: README, "Dependencies and why").
 
 Legend: N rows of a batch, T tokens, L layers, H heads, C classes, F input features.
 """
@@ -35,12 +34,24 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from attention_core.encoding import UNK, Batch, Encoded
+from attention_core.encoding import UNK, Batch, Encoded, TextEncoder
 from attention_core.errors import ConfigError, DataError, EmbeddingError
 from attention_core.explain import attention_rollout, feature_saliency
 from attention_core.metrics import kendall
 from attention_core.model import AttentionClassifier, AttentionEdit, ModelConfig
 from attention_core.sentence import evaluating, run_encoded
+
+WHAT_IT_MEANS = """\
+Attention weights say where the model looked, not why it decided. Jain & Wallace (2019) found
+that attention often disagrees with gradient and erasure importance, and that shuffling or
+replacing it can leave the prediction unchanged; Wiegreffe & Pinter (2019) answered that
+attention can still be a plausible explanation, to be tested rather than assumed. The test here
+is erasure (DeYoung et al., 2020): remove the words a method ranks highest. If the probability
+falls far (high comprehensiveness) and the top words alone keep it (low sufficiency), the model
+depends on those words. Methods that agree (Kendall's tau near 1) tell one story; where attention
+disagrees with leave-one-out or Shapley, trust the ones whose erasure moves the prediction.
+Rollout and flow (Abnar & Zuidema, 2020) follow attention through every layer and usually agree
+with erasure better than one layer's raw weights."""
 
 KNOCK_OUT_MODES = ("zero", "uniform")
 ERASER_FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.5)  # ERASER's AOPC bins: top 1 %, 5 %, … of the tokens
@@ -437,7 +448,7 @@ def available_methods(model: AttentionClassifier, names: Sequence[str] | None = 
 
 def sentence_lab(
     model: AttentionClassifier,
-    encoder,
+    encoder: TextEncoder,
     label_names: Sequence[str],
     text: str,
     *,
@@ -554,7 +565,7 @@ def _accuracy_loss(probs: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 def run_report(
     model: AttentionClassifier,
-    encoder,
+    encoder: TextEncoder,
     label_names: Sequence[str],
     texts: Sequence[str],
     labels: Sequence[str] | Sequence[int],
@@ -580,7 +591,7 @@ def run_report(
         >>> report.comprehensiveness["leave_one_out"] > report.comprehensiveness["random"]
         True
     """
-    from attention_core.training import predict_probabilities
+    from attention_core.training import predict_probabilities  # here: training.py imports gensim and pandas
 
     cfg = model.cfg
     knock_out([], cfg, knock_out_mode)  # checks the mode
