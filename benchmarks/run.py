@@ -785,7 +785,7 @@ def bench_cli_threads(quick: bool) -> Section:
 
 def bench_faithfulness(quick: bool) -> Section:
     """The faithfulness lab on the bundled run: one sentence's whole lab, a head knock-out, the run report."""
-    from attention_core.faithfulness import METHODS, SentenceContext, knock_out, run_report, sentence_lab
+    from attention_core.faithfulness import SentenceContext, available_methods, knock_out, run_report, sentence_lab
     from attention_core.sentence import evaluating
 
     n_tokens = 32
@@ -807,13 +807,13 @@ def bench_faithfulness(quick: bool) -> Section:
     out = run.forward(text)
     with evaluating(run.model):
         features = run.model.embed(batch.ids, batch.extra)
-    for name, method in METHODS.items():
+    for method in available_methods(run.model):
         def score(method=method) -> None:
             ctx = SentenceContext(run.model, encoded, features, out.attention, out.probabilities,
                                   int(out.probabilities.argmax()), np.random.default_rng(0))
             method.score(ctx)
 
-        s.add(f"method_{name}_ms", float(np.median(call_times_ms(score, 1, 5))), "ms")
+        s.add(f"method_{method.name}_ms", float(np.median(call_times_ms(score, 1, 5))), "ms")
     knock_ms = call_times_ms(lambda: run.predict(text, edit_attention=knock_out(every_other, cfg)), 5, 50)
     knock = s.add("knock_out_predict_median_ms", float(np.median(knock_ms)), "ms")
     n = 60 if quick else len(texts)
