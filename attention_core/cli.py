@@ -75,7 +75,7 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     pr.add_argument("run", help="run directory (with --workspace: the run's name there)")
     pr.add_argument("text", help="the sentence")
     pr.add_argument("--embeddings", metavar="FILE", help="word-vector file, if the run's has moved")
-    pr.add_argument("--knock-out", metavar="HEADS", default="",
+    pr.add_argument("--knock-out", metavar="HEADS", nargs="?", const="", default="",
                     help="heads to switch off, as layer.head from 1, e.g. 1.2,2.4 (empty: none, the plain prediction)")
     _knock_out_mode_argument(pr)
     _workspace_arguments(pr)
