@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import background, workspace_views
+from ui import background, chart_downloads, workspace_views
 from ui.home import home
 from ui.navigation import PAGE_FILES
 from ui.server import configure_server
@@ -24,4 +24,5 @@ PAGES = [
 page = st.navigation(PAGES)
 workspace_views.sidebar()  # shared mode: the private link to come back, the teacher's Publish (locally: nothing)
 background.keep_alive({p.url_path: p for p in PAGES}, page.url_path)  # trainings going on while another page is read
+chart_downloads.svg_buttons()  # every chart's toolbar saves an SVG beside the PNG
 page.run()

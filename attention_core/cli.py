@@ -19,7 +19,10 @@ from typing import TYPE_CHECKING, NoReturn
 from attention_core.errors import ConfigError, InputError, RunError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from attention_core.runs import Prediction
+    from attention_core.training import EpochRecord, Trainer, TrainResult
     from attention_core.workspaces import Workspace, WorkspaceStore
 
 EXIT_BAD_INPUT = 2
@@ -190,7 +193,6 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
     from attention_core.embeddings import EmbeddingSource, load_embeddings
     from attention_core.presets import preset
     from attention_core.runs import Run, save_new_run, save_run
-    from attention_core.threads import auto_threads
     from attention_core.training import Trainer
 
     names = ("epochs", "n_layers", "n_heads", "lr", "batch_size", "seed", "val_fraction", "time_budget", "vocab_limit",
@@ -223,9 +225,7 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
         bar.set_postfix(post, refresh=False)
         bar.update(1)
 
-    tuner = auto_threads() if train_cfg.num_threads is None and device == "cpu" else None  # --threads N: fixed
-    on_step = (lambda event: tuner.update(event.examples_seen, event.seconds)) if tuner is not None else None
-    result = trainer.run(on_epoch=on_epoch, on_step=on_step)
+    result = run_trainer(trainer, on_epoch=on_epoch)
     bar.close()
     run = Run.from_result(result, name=args.name or out.name)
     try:
@@ -238,6 +238,17 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
     return {**result.history.summary(), "run": str(out)}
 
 
+def run_trainer(trainer: Trainer, on_epoch: Callable[[EpochRecord], None] | None = None) -> TrainResult:
+    """Run ``trainer`` as ``train`` does: on the CPU without ``--threads``, the thread count follows the machine's load
+    (:func:`~attention_core.threads.auto_threads`). ``benchmarks/quality.py`` trains through this too."""
+    from attention_core.threads import auto_threads
+
+    auto = trainer.train_config.num_threads is None and trainer.device.type == "cpu"  # --threads N: fixed
+    tuner = auto_threads() if auto else None
+    on_step = (lambda event: tuner.update(event.examples_seen, event.seconds)) if tuner is not None else None
+    return trainer.run(on_epoch=on_epoch, on_step=on_step)
+
+
 def _predict(args: argparse.Namespace) -> dict:
     from attention_core.faithfulness import head_name, knock_out, parse_heads
     from attention_core.runs import load_run
@@ -245,7 +256,7 @@ def _predict(args: argparse.Namespace) -> dict:
     run = load_run(_run_dir(args), embedding_file=args.embeddings)
     heads = parse_heads(args.knock_out, run.model_config)
     prediction = run.predict(args.text, edit_attention=knock_out(heads, run.model_config, args.knock_out_mode))
-    last = run.model_config.n_layers - 1
+    last = run.model_config.n_attention_maps - 1  # the map prediction_summary shows
     print(prediction_summary(prediction, knocked_out=[h for layer, h in heads if layer == last]), file=sys.stderr)
     if not heads:
         return prediction.to_dict()
@@ -353,8 +364,18 @@ def _evaluate(args: argparse.Namespace) -> dict:
     return {"accuracy": m.accuracy, "macro_f1": m.macro_f1, "n": m.n, "confusion": m.confusion, "labels": m.labels}
 
 
+def _glue_workspace(argv: list[str]) -> list[str]:
+    """``--workspace TOKEN`` as ``--workspace=TOKEN``: a token may begin with "-" (1 in 64 do), which
+    argparse would take for an option."""
+    out, args = [], iter(argv)
+    for arg in args:
+        value = next(args, None) if arg == "--workspace" else None
+        out.append(arg if value is None else f"{arg}={value}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(_glue_workspace(sys.argv[1:] if argv is None else argv))
     try:
         commands = {"train": _train, "predict": _predict, "evaluate": _evaluate, "explain": _explain,
                     "faithfulness": _faithfulness}

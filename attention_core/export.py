@@ -1,4 +1,15 @@
-"""One sentence's attention weights as a file to download: a CSV row per weight, and the file's name."""
+"""One sentence's attention weights for other tools: a CSV file (a row per weight, and the file's name), and the
+arguments BertViz and CircuitsVis take.
+
+BertViz (Vig, 2019, "A Multiscale Visualization of Attention in the Transformer Model", ACL demo) draws
+``head_view`` / ``model_view`` from Hugging Face's ``output_attentions``: a tuple with one tensor per layer,
+batch × heads × tokens × tokens. CircuitsVis (the viewer used with TransformerLens) draws ``attention_patterns`` from one
+layer's heads × destination × source array. Neither library is imported here: the functions return plain
+tensors and arrays in those shapes, in the order the tools take them, so ``head_view(*to_bertviz(...))``.
+
+Legend: L layers, H heads, T tokens. Rows are queries (CircuitsVis's "destination", the token that looks),
+columns are keys ("source", the token looked at), as everywhere in the app.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +19,9 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
+import torch
+
+from attention_core.errors import InputError
 
 CSV_HEADER = ("layer", "head", "query_index", "query", "key_index", "key", "weight")
 
@@ -39,3 +53,59 @@ def file_stem(text: str, limit: int = 40) -> str:
         'it-s-great'
     """
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit] or "sentence"
+
+
+def _checked(tokens: Sequence[str], attention: np.ndarray | torch.Tensor | list) -> torch.Tensor:
+    """``attention`` as a float CPU tensor (L, H, T, T) that matches ``tokens``, else an ``InputError``."""
+    weights = torch.as_tensor(attention, dtype=torch.float32).detach().cpu()
+    if weights.dim() != 4 or weights.shape[-1] != weights.shape[-2]:
+        raise InputError(f"attention has shape {tuple(weights.shape)}, not (layers, heads, tokens, tokens)",
+                         "pass a SentenceOutput's or a Prediction's attention, e.g. run.forward(text).attention")
+    if weights.shape[-1] != len(tokens):
+        raise InputError(f"attention covers {weights.shape[-1]} tokens but {len(tokens)} tokens were given",
+                         "pass the tokens of the same sentence, e.g. run.forward(text).encoded.tokens")
+    return weights
+
+
+def to_bertviz(tokens: Sequence[str], attention: np.ndarray | torch.Tensor | list) -> tuple[tuple[torch.Tensor, ...], list[str]]:
+    """Every layer's attention as BertViz's ``head_view`` / ``model_view`` take it: (attention, tokens).
+
+    Shape:
+        attention (L, H, T, T), tokens (T,) → a tuple of L tensors (1, H, T, T) (batch of one, as Hugging
+        Face's ``output_attentions``), and the tokens as a list.
+
+    Example:
+        >>> from bertviz import head_view
+        >>> out = run.forward("the movie was great")
+        >>> html = head_view(*to_bertviz(out.encoded.tokens, out.attention), html_action="return")
+        >>> layers, tokens = to_bertviz(["hi", "there"], np.full((2, 4, 2, 2), 0.5))
+        >>> len(layers), tuple(layers[0].shape), tokens
+        (2, (1, 4, 2, 2), ['hi', 'there'])
+    """
+    weights = _checked(tokens, attention)
+    return tuple(layer[None] for layer in weights), list(tokens)  # L × (1, H, T, T)
+
+
+def to_circuitsvis(tokens: Sequence[str], attention: np.ndarray | torch.Tensor | list, layer: int = -1) -> tuple[list[str], np.ndarray]:
+    """One layer's heads as CircuitsVis's ``attention_patterns`` (and ``attention_heads``) take them: (tokens, attention).
+
+    ``layer`` counts from 0; the default, -1, is the last layer (the one the classifier's pooling reads).
+
+    Shape:
+        attention (L, H, T, T), tokens (T,) → the tokens as a list, and layer ``layer``'s (H, T, T) float32
+        array: heads × destination (query) × source (key).
+
+    Example:
+        >>> from circuitsvis.attention import attention_patterns
+        >>> out = run.forward("the movie was great")
+        >>> html = attention_patterns(*to_circuitsvis(out.encoded.tokens, out.attention)).local_src
+        >>> tokens, heads = to_circuitsvis(["hi", "there"], np.full((2, 4, 2, 2), 0.5), layer=0)
+        >>> tokens, heads.shape
+        (['hi', 'there'], (4, 2, 2))
+    """
+    weights = _checked(tokens, attention)
+    layers = weights.shape[0]
+    if not -layers <= layer < layers:
+        raise InputError(f"layer {layer} does not exist: the model has {layers} layers",
+                         f"choose 0 to {layers - 1} (or -1 for the last)")
+    return list(tokens), weights[layer].numpy()  # (H, T, T)

@@ -78,12 +78,16 @@ def parse_heads(spec: str, cfg: ModelConfig) -> list[tuple[int, int]]:
         if not dot or not layer.isdigit() or not head.isdigit():
             raise ConfigError(f"head {item!r} is not LAYER.HEAD", "write heads as 1.2,2.4 (layer 1 head 2, layer 2 head 4)")
         l, h = int(layer), int(head)
-        if not (1 <= l <= cfg.n_layers and 1 <= h <= cfg.n_heads):
-            raise ConfigError(f"head {item} does not exist",
-                              f"this model has layers 1–{cfg.n_layers} with heads 1–{cfg.n_heads} each")
+        if not (1 <= l <= cfg.n_attention_maps and 1 <= h <= cfg.n_heads):
+            raise ConfigError(f"head {item} does not exist", _heads_hint(cfg))
         if (l - 1, h - 1) not in heads:
             heads.append((l - 1, h - 1))
     return heads
+
+
+def _heads_hint(cfg: ModelConfig) -> str:
+    pooling = f" (layer {cfg.n_attention_maps}: the pooling attention)" if cfg.n_attention_maps > cfg.n_layers else ""
+    return f"this model has layers 1–{cfg.n_attention_maps}{pooling} with heads 1–{cfg.n_heads} each"
 
 
 def head_name(layer: int, head: int) -> str:
@@ -93,6 +97,8 @@ def head_name(layer: int, head: int) -> str:
 
 def knock_out(heads: Iterable[tuple[int, int]], cfg: ModelConfig, mode: str = "zero") -> AttentionEdit | None:
     """An attention edit that switches ``heads`` (0-based (layer, head)) off; None when there are none.
+
+    Layer ``cfg.n_layers`` (0-based), after the attention layers, is a pooling attention's query.
 
     * ``"zero"``: the head's attention weights become 0, so its output is removed before the
       output projection: the layer goes on with the other heads alone.
@@ -106,11 +112,10 @@ def knock_out(heads: Iterable[tuple[int, int]], cfg: ModelConfig, mode: str = "z
     """
     if mode not in KNOCK_OUT_MODES:
         raise ConfigError(f"knock-out mode {mode!r} is not known", f"choose one of {', '.join(KNOCK_OUT_MODES)}")
-    off = torch.zeros(cfg.n_layers, cfg.n_heads, dtype=torch.bool)  # (L, H)
+    off = torch.zeros(cfg.n_attention_maps, cfg.n_heads, dtype=torch.bool)  # (L or L + 1, H)
     for layer, head in heads:
-        if not (0 <= layer < cfg.n_layers and 0 <= head < cfg.n_heads):
-            raise ConfigError(f"head {head_name(layer, head)} does not exist",
-                              f"this model has layers 1–{cfg.n_layers} with heads 1–{cfg.n_heads} each")
+        if not (0 <= layer < cfg.n_attention_maps and 0 <= head < cfg.n_heads):
+            raise ConfigError(f"head {head_name(layer, head)} does not exist", _heads_hint(cfg))
         off[layer, head] = True
     if not off.any():
         return None
@@ -128,13 +133,14 @@ def knock_out(heads: Iterable[tuple[int, int]], cfg: ModelConfig, mode: str = "z
     return edit
 
 
-def _permute_last_layer(order: Tensor, n_layers: int) -> AttentionEdit:
-    """Edit: the last layer's weights with their keys shuffled, row b by ``order[b]`` (N, T)."""
+def _permute_last_layer(order: Tensor, last: int) -> AttentionEdit:
+    """Edit: the weights of map ``last`` (the last layer, or the pooling attention) with their keys
+    shuffled, row b by ``order[b]`` (N, T)."""
 
     def edit(layer: int, weights: Tensor, key_mask: Tensor) -> Tensor:
-        if layer != n_layers - 1:
+        if layer != last:
             return weights
-        index = order[:, None, None, :].expand_as(weights)  # (N, H, T, T)
+        index = order[:, None, None, :].expand_as(weights)  # (N, H, T or 1, T)
         return weights.gather(-1, index)
 
     return edit
@@ -424,12 +430,13 @@ def _evaluate(ctx: SentenceContext, methods: Sequence[Method], n_random: int, n_
 
 def _permutation_tvd(ctx: SentenceContext, n: int) -> list[float]:
     """Jain & Wallace's test: total variation distance between the output distributions with the
-    last layer's attention weights and with them shuffled over the keys, for ``n`` shuffles."""
+    last layer's (or the pooling attention's) weights and with them shuffled over the keys, for
+    ``n`` shuffles."""
     t = ctx.n_tokens
     if n == 0 or t < 2:
         return []
     order = torch.from_numpy(np.stack([ctx.rng.permutation(t) for _ in range(n)])).to(ctx.features.device)  # (n, T)
-    edit = _permute_last_layer(order, ctx.model.cfg.n_layers)
+    edit = _permute_last_layer(order, ctx.model.cfg.n_attention_maps - 1)
     with evaluating(ctx.model):
         logits, _ = ctx.model.forward_features(ctx.features.expand(n, -1, -1), ctx.mask.expand(n, -1),
                                                need_weights=False, edit_attention=edit)
@@ -524,7 +531,7 @@ class RunReport:
     accuracy: float
     loss: float  # mean cross entropy
     knock_out_mode: str
-    head_accuracy: list[list[float]]  # (L, H): accuracy with that head alone knocked out
+    head_accuracy: list[list[float]]  # (L, H), (L + 1, H) with a pooling attention: accuracy with that head alone off
     head_loss: list[list[float]]  # (L, H)
     pruning_order: list[str]  # heads, least important first (smallest loss when knocked out alone)
     pruning_accuracy: list[float]  # accuracy with the first k heads of pruning_order off, k = 0…L·H
@@ -603,7 +610,7 @@ def run_report(
         raise EmbeddingError("no sentence has a word the run knows", "check the text column and the run's word vectors")
     kept_texts = [texts[i] for i in readable]
     y = y_all[readable]
-    heads = [(layer, head) for layer in range(cfg.n_layers) for head in range(cfg.n_heads)]
+    heads = [(layer, head) for layer in range(cfg.n_attention_maps) for head in range(cfg.n_heads)]
     total_passes = 2 * len(heads) + 1
     done = 0
 
@@ -654,8 +661,8 @@ def run_report(
         accuracy=accuracy,
         loss=loss,
         knock_out_mode=knock_out_mode,
-        head_accuracy=[[single[(layer, h)][0] for h in range(cfg.n_heads)] for layer in range(cfg.n_layers)],
-        head_loss=[[single[(layer, h)][1] for h in range(cfg.n_heads)] for layer in range(cfg.n_layers)],
+        head_accuracy=[[single[(layer, h)][0] for h in range(cfg.n_heads)] for layer in range(cfg.n_attention_maps)],
+        head_loss=[[single[(layer, h)][1] for h in range(cfg.n_heads)] for layer in range(cfg.n_attention_maps)],
         pruning_order=[head_name(*hd) for hd in pruning],
         pruning_accuracy=pruning_accuracy,
         methods=names,

@@ -23,7 +23,7 @@ from attention_core.attention import MultiHeadAttention
 from attention_core.errors import ConfigError
 
 POSITIONAL = ("none", "index", "sinusoidal", "learned")
-POOLING = ("mean", "max", "first")
+POOLING = ("mean", "max", "first", "attention")
 INIT = ("default", "seed")
 
 # An intervention on the attention weights: (layer index, weights (B, H, T, T), key mask (B, 1, 1, T))
@@ -48,8 +48,10 @@ class ModelConfig:
     d_ff: int = 128  # hidden width of that MLP
     attention_bias: bool = True  # biases in the q/k/v (and out) projections
     attention_out_proj: bool = True  # an output projection after the heads (the seed has none)
-    pooling: str = "mean"  # mean | max | first: tokens → one sentence vector
+    pooling: str = "mean"  # mean | max | first | attention (a learned query per head attends over the tokens)
     dropout: float = 0.1  # on attention weights, block outputs and the pooled vector
+    embedding_dropout: float = 0.0  # on the word vectors entering the model (training only)
+    word_dropout: float = 0.0  # share of training tokens read as <unk>, so no single word carries a label
     freeze_embeddings: bool = False  # keep the pretrained word vectors fixed (default: fine-tune them)
     freeze_head: bool = False  # keep the classifier head fixed (the seed post did)
     max_len: int = 256  # longest sequence the positional encoding covers
@@ -74,8 +76,9 @@ class ModelConfig:
             bad("pooling", self.pooling, f"choose one of {', '.join(POOLING)}")
         if self.init not in INIT:
             bad("init", self.init, f"choose one of {', '.join(INIT)}")
-        if not 0.0 <= self.dropout < 1.0:
-            bad("dropout", self.dropout, "use a value in [0, 1)")
+        for name in ("dropout", "embedding_dropout", "word_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                bad(name, getattr(self, name), "use a value in [0, 1)")
         if self.model_dim % self.n_heads:
             bad("n_heads", self.n_heads, f"model dim {self.model_dim} must be divisible by the number of heads")
 
@@ -87,6 +90,11 @@ class ModelConfig:
     @property
     def model_dim(self) -> int:
         return self.input_dim if self.d_model is None else self.d_model
+
+    @property
+    def n_attention_maps(self) -> int:
+        """Attention maps per head the forward pass returns: one per layer, plus the pooling query's."""
+        return self.n_layers + (1 if self.pooling == "attention" else 0)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -139,6 +147,32 @@ class Block(nn.Module):
         return x, weights
 
 
+class AttentionPooling(nn.Module):
+    """A learned query per head attends over the tokens; the weighted sum is the sentence vector.
+
+    The weights say which words decided the label. Returned as a (T, T) map whose every row is the
+    query's weights over the tokens, so it stacks with the layers' maps (the last map of the stack).
+
+    Shape:
+        x (B, T, D), mask (B, T) bool → pooled (B, D), weights (B, H, T, T) (every row the same).
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        d = cfg.model_dim
+        self.query = nn.Parameter(torch.randn(d) * d**-0.5)  # the sentence's question to its words
+        self.attn = MultiHeadAttention(d, cfg.n_heads, bias=cfg.attention_bias, dropout=cfg.dropout)
+
+    def forward(
+        self, x: Tensor, mask: Tensor, edit_weights: Callable[[Tensor], Tensor] | None = None
+    ) -> tuple[Tensor, Tensor]:
+        b, t, d = x.shape
+        query = self.query.expand(b, 1, d)  # (B, 1, D)
+        # (B, 1, D), (B, H, 1, T)
+        pooled, weights = self.attn(query, x, mask[:, None, None, :], edit_weights=edit_weights)
+        return pooled[:, 0], weights.expand(-1, -1, t, -1)  # (B, D), (B, H, T, T)
+
+
 class AttentionClassifier(nn.Module):
     """Classify a token sequence; return logits and every layer's and head's attention.
 
@@ -148,7 +182,8 @@ class AttentionClassifier(nn.Module):
 
     Shape:
         ids (B, T) long, mask (B, T) bool (True = real token), extra (X, E)
-        → logits (B, C), attention (L, B, H, T, T) or None when ``need_weights=False``.
+        → logits (B, C), attention (L, B, H, T, T) or None when ``need_weights=False``;
+        with ``pooling="attention"`` the stack has L + 1 maps, the last the pooling query's.
 
     Example:
         >>> model = AttentionClassifier(ModelConfig(vocab_size=10, embedding_dim=8, d_model=8, n_heads=2))
@@ -175,7 +210,9 @@ class AttentionClassifier(nn.Module):
         self.pos_embedding = nn.Embedding(cfg.max_len, d) if cfg.positional == "learned" else None
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.final_norm = nn.LayerNorm(d) if cfg.layer_norm else nn.Identity()
+        self.pooling = AttentionPooling(cfg) if cfg.pooling == "attention" else None
         self.drop = nn.Dropout(cfg.dropout)
+        self.embedding_drop = nn.Dropout(cfg.embedding_dropout)
         self.head = nn.Linear(d, cfg.n_classes)
         if cfg.init == "seed":
             self._post_init()
@@ -213,6 +250,9 @@ class AttentionClassifier(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         if mask is None:
             mask = ids != 0
+        if self.training and self.cfg.word_dropout:
+            dropped = (torch.rand(ids.shape, device=ids.device) < self.cfg.word_dropout) & (ids != 0)
+            ids = ids.masked_fill(dropped, 1)  # read as <unk>
         return self.forward_features(self.embed(ids, extra), mask, need_weights=need_weights,
                                      edit_attention=edit_attention)
 
@@ -244,7 +284,7 @@ class AttentionClassifier(nn.Module):
             mask = torch.ones(b, t, dtype=torch.bool, device=features.device)
         if mask.shape != (b, t) or mask.dtype != torch.bool:
             raise ValueError(f"mask must be a bool tensor of shape {(b, t)}, got {mask.dtype} {tuple(mask.shape)}")
-        x = self.input_proj(features)  # (B, T, D)
+        x = self.input_proj(self.embedding_drop(features))  # (B, T, D)
         if cfg.positional == "sinusoidal":
             x = x + self.pos_table[:t]
         elif self.pos_embedding is not None:
@@ -257,9 +297,15 @@ class AttentionClassifier(nn.Module):
             x, w = block(x, attn_mask, need_weights, edit)
             weights.append(w)
         x = self.final_norm(x)
-        pooled = self.drop(pool(x, mask, cfg.pooling))  # (B, D)
-        logits = self.head(pooled)  # (B, C)
-        return logits, torch.stack(weights) if need_weights else None  # (L, B, H, T, T)
+        if self.pooling is not None:
+            layer = len(self.blocks)  # the pooling query's map comes after the layers'
+            edit = None if edit_attention is None else lambda w: edit_attention(layer, w, attn_mask)
+            pooled, w = self.pooling(x, mask, edit)  # (B, D), (B, H, T, T)
+            weights.append(w)
+        else:
+            pooled = pool(x, mask, cfg.pooling)  # (B, D)
+        logits = self.head(self.drop(pooled))  # (B, C)
+        return logits, torch.stack(weights) if need_weights else None  # (L or L + 1, B, H, T, T)
 
 
 def pool(x: Tensor, mask: Tensor, how: str) -> Tensor:

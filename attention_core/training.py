@@ -33,6 +33,7 @@ from attention_core.sentence import evaluating, run_encoded
 from attention_core.text import TOKENIZERS
 
 OPTIMIZERS = ("adamw", "adam", "sgd")
+LR_SCHEDULES = ("constant", "linear", "cosine")
 MAX_PROBE_RECORDS = 100  # attention snapshots per probe sentence kept in the history
 MAX_SNAPSHOTS = 50  # weight snapshots a run may keep (each ~0.65 MB for the default model)
 CHECK_ROWS = 5_000  # rows check_settings tokenizes to see how much text the word vectors know (~0.1 s)
@@ -47,6 +48,12 @@ class TrainConfig:
     lr: float = 2e-3  # learning rate
     optimizer: str = "adamw"  # adamw | adam | sgd
     weight_decay: float = 0.01  # decoupled for adamw, L2 for the others
+    embedding_lr: float = 1.0  # the word vectors' learning rate as a share of lr (lower: they drift less from GloVe)
+    lr_schedule: str = "constant"  # constant | linear | cosine: decay to 0 over the planned steps (epochs × batches)
+    warmup: float = 0.0  # share of the planned steps over which the learning rate rises from 0
+    label_smoothing: float = 0.0  # target mass spread over the other classes (less over-confident logits)
+    average_epochs: float = 0.0  # > 0: evaluate and keep a moving average of the weights over about this many epochs
+    patience: int | None = None  # stop when validation loss has not improved for this many epochs; None = never
     val_fraction: float = 0.2  # share of rows held out (stratified) for validation
     seed: int = 0  # same seed → same split, init, batches and history
     class_weights: bool = False  # weight the loss by inverse class frequency (imbalanced data)
@@ -78,6 +85,18 @@ class TrainConfig:
             bad("time_budget", "use a positive number of seconds")
         if self.weight_decay < 0:
             bad("weight_decay", "use 0 or more")
+        if not 0.0 < self.embedding_lr <= 10.0:
+            bad("embedding_lr", "use a share of the learning rate in (0, 10], e.g. 0.1; freeze the vectors for 0")
+        if self.lr_schedule not in LR_SCHEDULES:
+            bad("lr_schedule", f"choose one of {', '.join(LR_SCHEDULES)}")
+        if not 0.0 <= self.warmup < 1.0:
+            bad("warmup", "use a share of the steps in [0, 1), e.g. 0.05")
+        if not 0.0 <= self.label_smoothing < 0.5:
+            bad("label_smoothing", "use a value in [0, 0.5), e.g. 0.1")
+        if not 0.0 <= self.average_epochs <= 100.0:
+            bad("average_epochs", "use 0 (off) or a number of epochs such as 2")
+        if self.patience is not None and self.patience < 1:
+            bad("patience", "use 1 or more epochs, or None to train every epoch")
         if not 0 <= self.snapshots <= MAX_SNAPSHOTS:
             bad("snapshots", f"use 0 … {MAX_SNAPSHOTS}")
         if self.num_threads is not None and self.num_threads < 1:
@@ -257,6 +276,31 @@ class TrainerSpec:
         return Trainer(self.model_config, self.train_config, self.dataset, self.embeddings)
 
 
+def lr_factor(schedule: str, warmup: float, steps: int) -> Callable[[int], float] | None:
+    """The learning rate's multiplier after ``step`` steps of ``steps`` planned; None for a constant rate.
+
+    Example:
+        >>> f = lr_factor("linear", 0.1, 100)
+        >>> [round(f(s), 2) for s in (0, 5, 10, 55, 100)]
+        [0.09, 0.55, 1.0, 0.5, 0.0]
+    """
+    if schedule == "constant" and warmup == 0:
+        return None
+    warm = round(warmup * steps)
+
+    def factor(step: int) -> float:
+        if step < warm:
+            return (step + 1) / (warm + 1)
+        done = min(1.0, (step - warm) / max(1, steps - warm))
+        if schedule == "linear":
+            return 1.0 - done
+        if schedule == "cosine":
+            return 0.5 * (1.0 + math.cos(math.pi * done))
+        return 1.0
+
+    return factor
+
+
 def make_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator) -> list[list[int]]:
     """Shuffle, then group rows of similar length (less padding), then shuffle the batches."""
     order = torch.randperm(len(lengths), generator=generator).tolist()
@@ -355,16 +399,26 @@ class _AutogradStep:
 
     def __init__(self, model: AttentionClassifier, optimizer: torch.optim.Optimizer,
                  tensors: Callable[[Sequence[int]], tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]],
-                 loss_weight: torch.Tensor | None, grad_clip: float | None) -> None:
+                 loss_weight: torch.Tensor | None, grad_clip: float | None, *, label_smoothing: float = 0.0,
+                 lr_factor: Callable[[int], float] | None = None, average_steps: float = 0.0) -> None:
         self.model, self.optimizer, self.tensors = model, optimizer, tensors
-        self.loss_weight, self.grad_clip = loss_weight, grad_clip
+        self.loss_weight, self.grad_clip, self.label_smoothing = loss_weight, grad_clip, label_smoothing
         self.params = [p for p in model.parameters() if p.requires_grad]
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor) if lr_factor else None
+        self.average_steps = average_steps
+        self.average = [p.detach().clone() for p in self.params] if average_steps else None
+        self.raw: list[torch.Tensor] | None = None  # the trained weights while the model holds the average
+        self.steps = 0
 
     def __call__(self, rows: Sequence[int]) -> tuple[float, int]:
         """(loss, correct predictions) of the rows; the weights move only when the loss is finite."""
+        if self.raw is not None:  # the epoch's end evaluated the average: train on from the trained weights
+            with torch.no_grad():
+                torch._foreach_copy_(self.params, self.raw)
+            self.raw = None
         ids, mask, y = self.tensors(rows)
         logits, _ = self.model(ids, mask, need_weights=False)
-        loss = F.cross_entropy(logits, y, weight=self.loss_weight)
+        loss = F.cross_entropy(logits, y, weight=self.loss_weight, label_smoothing=self.label_smoothing)
         loss_value = loss.item()
         correct = int((logits.argmax(-1) == y).sum())
         if math.isfinite(loss_value):
@@ -373,10 +427,22 @@ class _AutogradStep:
             if self.grad_clip:
                 torch.nn.utils.clip_grad_norm_(self.params, self.grad_clip)
             self.optimizer.step()
+            if self.scheduler is not None:
+                self.scheduler.step()
+            if self.average is not None:
+                self.steps += 1
+                # An exponential moving average; early on it weighs recent steps more (as TensorFlow's).
+                keep = min(max(0.0, 1.0 - 1.0 / self.average_steps), (1 + self.steps) / (10 + self.steps))
+                with torch.no_grad():
+                    torch._foreach_lerp_(self.average, [p.detach() for p in self.params], 1.0 - keep)
         return loss_value, correct
 
     def end_epoch(self) -> None:
-        """Nothing to do: the optimizer updates the model's own weights."""
+        """With weight averaging, the model holds the average until the next step (evaluated, kept, snapshotted)."""
+        if self.average is not None:
+            with torch.no_grad():
+                self.raw = [p.detach().clone() for p in self.params]
+                torch._foreach_copy_(self.params, self.average)
 
     def weights_finite(self) -> bool:
         return all(bool(torch.isfinite(p).all()) for p in self.params)
@@ -536,7 +602,11 @@ class Trainer:
 
     def _optimizer(self) -> torch.optim.Optimizer:
         tc = self.train_config
-        params = [p for p in self.model.parameters() if p.requires_grad]
+        table = self.model.embedding.weight
+        rest = [p for p in self.model.parameters() if p.requires_grad and p is not table]
+        params = [{"params": rest}]
+        if table.requires_grad:
+            params.append({"params": [table], "lr": tc.lr * tc.embedding_lr})
         if tc.optimizer == "sgd":
             return torch.optim.SGD(params, lr=tc.lr, weight_decay=tc.weight_decay, foreach=True)
         if tc.optimizer == "adam":
@@ -617,6 +687,10 @@ class Trainer:
             h.epochs.append(record)
             if kept.epoch_done(model, record.val_loss) or kept.best is None:
                 h.kept_epoch = epoch  # the lowest validation loss; without one (no validation rows), the last epoch
+            if tc.patience and record.val_loss is not None and epoch - (h.kept_epoch or 0) >= tc.patience:
+                h.status = "finished"
+                h.message = (f"stopped early after epoch {epoch}: validation loss has not improved for "
+                             f"{tc.patience} epochs (best at epoch {h.kept_epoch})")
             if self._probes_due(epoch):
                 self._record_probes(epoch)
             snapshots.take_planned(epoch, model)
@@ -658,8 +732,12 @@ class Trainer:
         ids, labels = self._train
         if post_sgd_step_applies(self.model_config, self.train_config, self.device):
             return _PostModelStep(self.model, ids, labels, self.train_config.lr, not self.model_config.freeze_head)
+        tc = self.train_config
+        steps = tc.epochs * math.ceil(len(ids) / tc.batch_size)
         return _AutogradStep(self.model, self._optimizer(), lambda rows: self._tensors(rows, ids, labels),
-                             loss_weight, self.train_config.grad_clip)
+                             loss_weight, tc.grad_clip, label_smoothing=tc.label_smoothing,
+                             lr_factor=lr_factor(tc.lr_schedule, tc.warmup, steps),
+                             average_steps=tc.average_epochs * steps / tc.epochs)
 
     def _wait_while_paused(self, clock: _TrainingClock) -> None:
         """Block until :meth:`resume` (or :meth:`stop`); the wait is not training time."""

@@ -1,4 +1,4 @@
-"""Attention Playground benchmarks: seven figures measured side by side in one process.
+"""Attention Playground benchmarks: eight figures measured side by side in one process.
 
 Run from the repository root::
 
@@ -33,7 +33,11 @@ What is measured, and why:
    and ``--threads 2``: quiet, beside a busy-loop process, and beside a second training with the
    same setting. Two OpenMP threads collapse beside anything busy; the default must not.
    Goals: quiet ≥ 90 % of the faster fixed count; beside either neighbour ≥ 80 % of 1 thread.
-7. ``faithfulness`` — the faithfulness lab (:mod:`attention_core.faithfulness`) on the bundled
+7. ``quality`` — :mod:`benchmarks.quality` on the test splits: the ``default`` preset trained as the
+   CLI's ``train`` does (60 s budget) against TF-IDF + LogisticRegression(C=4), accuracy, macro-F1
+   and seconds per set: UCI always, CR, Subj and TREC with ``--tuning-dir DIR`` (their files stay
+   outside the repository). Goal: beat the baseline on every set, accuracy and macro-F1.
+8. ``faithfulness`` — the faithfulness lab (:mod:`attention_core.faithfulness`) on the bundled
    run: one 32-token sentence's whole lab (every method, curves, ERASER, permutation test),
    each method alone, ``Run.predict`` with heads knocked out, and the run report over the
    run's 600 validation sentences. Goals: lab ≤ 1 s, knock-out ≤ 300 ms, report ≤ 60 s.
@@ -42,7 +46,8 @@ Every section also records how much CPU other processes used while it ran (from
 ``/proc/stat``): figures taken while another process competes for the 2 cores are not
 comparable, and the output says so. Results go to ``benchmarks/results.json`` (``--only``
 updates just that section in the file) and, as one JSON line, to the end of stdout.
-Nothing here reads outside the repository (data comes from ``data/``).
+Nothing here reads outside the repository (data comes from ``data/``) except the folder given as
+``--tuning-dir``.
 """
 
 from __future__ import annotations
@@ -95,6 +100,7 @@ from attention_core.metrics import Metrics
 from attention_core.post_sgd import post_sgd_step_applies
 from attention_core.threads import OtherProcessesCpu, ThreadTuner, auto_threads
 from attention_core.training import StepEvent
+from benchmarks import quality
 from benchmarks.seed_numpy import train_seed_numpy
 from benchmarks.seed_numpy_vectorized import train_seed_numpy_vectorized
 
@@ -109,6 +115,7 @@ SPEEDUP_GOAL = 2.0  # seed preset vs the NumPy port of the post
 LATENCY_GOAL_MS = 5.0  # median Run.predict on 32 tokens
 TIME_BUDGET_S = 60.0  # CPU training seconds allowed to beat TF-IDF
 DISTURBED_CORES = 0.1  # other processes using more than this many cores on average → figures suspect
+TUNING_DIR: Path | None = None  # --tuning-dir: the quality section's CR, Subj and TREC files
 TORCH_THREADS = torch.get_num_threads()  # torch's own count (one per core) before any section changes it
 
 
@@ -778,9 +785,37 @@ def bench_cli_threads(quick: bool) -> Section:
     return s
 
 
+# -- 7. model quality on every set ---------------------------------------------------------------------
+
+
+def bench_quality(quick: bool) -> Section:
+    sets = list(quality.SETS) if TUNING_DIR else ["uci"]
+    s = Section("quality", f"default preset (CLI train, 60 s budget) vs TF-IDF + LR(C=4), test splits: {', '.join(sets)}")
+    embeddings = embeddings_for(None)
+    configs = [("default", {"epochs": 2} if quick else {})]
+    for name in sets:
+        r = quality.compare(name, TUNING_DIR, embeddings, tune=False, configs=configs, seeds=[0], report=print)
+        ours, b = r.ours["default"][0], r.baseline
+        s.add(f"{name}_rows_train_test", [r.n_train, r.n_eval])
+        s.add(f"{name}_ours_accuracy", ours.accuracy)
+        s.add(f"{name}_ours_macro_f1", ours.macro_f1)
+        s.add(f"{name}_ours_seconds", ours.seconds, "s")
+        s.add(f"{name}_tfidf_accuracy", b.accuracy)
+        s.add(f"{name}_tfidf_macro_f1", b.macro_f1)
+        s.add(f"{name}_tfidf_seconds", b.seconds, "s")
+        s.notes.append(f"{name}: {ours.detail}")
+        s.goals.append(Goal(f"{name}: accuracy > TF-IDF + LR", ours.accuracy, b.accuracy,
+                            extra_ok=ours.accuracy > b.accuracy))
+        s.goals.append(Goal(f"{name}: macro-F1 > TF-IDF + LR", ours.macro_f1, b.macro_f1,
+                            extra_ok=ours.macro_f1 > b.macro_f1))
+    if not TUNING_DIR:
+        s.notes.append("CR, Subj and TREC need --tuning-dir DIR (cr.csv, subj.csv, trec_train.csv, trec_test.csv)")
+    return s
+
+
 # -- running and reporting --------------------------------------------------------------------------------
 
-# -- 7. the faithfulness lab ------------------------------------------------------------------------------
+# -- 8. the faithfulness lab ------------------------------------------------------------------------------
 
 
 def bench_faithfulness(quick: bool) -> Section:
@@ -842,6 +877,7 @@ SECTIONS: dict[str, Callable[[bool], Section]] = {
     "accuracy_vs_tfidf": bench_accuracy_vs_tfidf,
     "vectors_file_cache": bench_vectors_file_cache,
     "cli_threads": bench_cli_threads,
+    "quality": bench_quality,
     "faithfulness": bench_faithfulness,
 }
 
@@ -945,7 +981,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="results file (default benchmarks/results.json, "
                         "or benchmarks/results-quick.json with --quick)")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of each section (slows it)")
+    parser.add_argument("--tuning-dir", type=Path, help="the quality section's CR, Subj and TREC files (else UCI only)")
     args = parser.parse_args(argv)
+    global TUNING_DIR
+    TUNING_DIR = args.tuning_dir
     names = [args.only] if args.only else list(SECTIONS)
     meta = metadata(args.quick)
     sections = {name: run_section(name, args.quick, args.profile).to_dict() for name in names}

@@ -62,6 +62,7 @@ from runner.protocol import (
     Progress,
     Report,
     Started,
+    TrainingBackend,
 )
 from runner.queue import Ticket, TrainingQueue
 
@@ -151,6 +152,16 @@ class JobHost:
                 cls._current = JobHost()
             return cls._current
 
+    def start(self, request: JobRequest) -> Connection:
+        """The :class:`~runner.protocol.TrainingBackend` call: a new training process for ``request``,
+        and its line (a ``multiprocessing`` connection: ``send`` commands, ``recv`` reports)."""
+        conn = self.connect()
+        # Plain pickle, not Connection.send: torch registers tensor reductions with
+        # multiprocessing's pickler that pass file descriptors, which a process the job
+        # host forked cannot receive. This copies the (small) tensors instead.
+        conn.send_bytes(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+        return conn
+
     def connect(self) -> Connection:
         if not self._answered.wait(HOST_START_TIMEOUT):
             raise RuntimeError(f"the training process host did not start within {HOST_START_TIMEOUT:.0f} s")
@@ -235,6 +246,7 @@ class TrainingJob:
     orphan_after: float = ORPHAN_AFTER
     threads: int = JOB_THREADS  # 0 = tuned while training (ThreadTuner)
     on_end: Callable[[TrainingJob], None] | None = None  # called in the server once the job has ended
+    backend: Callable[[], TrainingBackend] | None = None  # where it trains; None: this machine's JobHost
     state: str = "starting"
     message: str = ""
     run_path: Path | None = None
@@ -428,11 +440,7 @@ class TrainingJob:
         """Connect to a new job process, send it the job, then fold its messages into this object."""
         ended = False
         try:
-            conn = JobHost.get().connect()
-            # Plain pickle, not Connection.send: torch registers tensor reductions with
-            # multiprocessing's pickler that pass file descriptors, which a process the job
-            # host forked cannot receive. This copies the (small) tensors instead.
-            conn.send_bytes(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
+            conn = (self.backend or JobHost.get)().start(job)
         except (OSError, RuntimeError) as err:
             log.error("training job %s could not start: %s", self.name, err)
             with self._lock:

@@ -4,6 +4,10 @@ Defined once and imported by both ends (:mod:`runner.jobs` in the server, :mod:`
 in the training process). The server sends one :class:`JobRequest`, then :class:`Command` values;
 the training process sends :data:`Report` messages, the last of which is :class:`Ended` or
 :class:`Failed`. Everything here pickles (it travels over a ``multiprocessing`` connection).
+
+:class:`TrainingBackend` is what runs the trainings: :class:`runner.jobs.JobHost` (a process on
+this machine that forks one training process per job) is the first; a backend on a distributed
+task queue would implement the same two calls (``docs/deploy.md``, "Beyond one machine").
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -89,3 +94,24 @@ class Failed:
 
 
 Report = Started | Progress | EpochDone | ProbeRecorded | Idle | Ended | Failed
+
+
+class JobChannel(Protocol):
+    """One job's two-way line: the server sends commands and receives reports until the last."""
+
+    def send(self, command: Command) -> None: ...
+
+    def recv(self) -> Report:
+        """The next report; raises EOFError (or OSError) once the job's side has gone."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class TrainingBackend(Protocol):
+    """Where trainings run: hands a job to a training process and returns its line."""
+
+    def start(self, request: JobRequest) -> JobChannel:
+        """Start ``request`` (at once: the queue in ``runner.queue`` has already given it a slot);
+        raises OSError or RuntimeError if it cannot be started."""
+        ...

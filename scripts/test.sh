@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up a fresh machine for the tests and run them: the README's test command.
 #   - Debian's chromium and libatomic1 for the end-to-end browser tests (Playwright drives /usr/bin/chromium)
-#   - the Python requirements (torch is pinned to the local CPU wheel) and this project (pip install -e .)
+#   - the Python requirements (torch is pinned to the local CPU wheel) and this project (pip install -e .),
+#     then BertViz without its declared dependencies (see requirements-dev.txt)
 #   - ruff, then pytest (exit code 5, "no tests collected", counts as a failure)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,8 @@ if python3 -c 'import sys, sysconfig, pathlib; sys.exit(not (sys.prefix == sys.b
 fi
 
 python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+# BertViz without the transformers, boto3 and sentencepiece it declares: its head_view and model_view need torch and IPython only.
+python3 -m pip install -q --disable-pip-version-check --no-deps bertviz==1.4.1
 
 python3 -m ruff check .
 

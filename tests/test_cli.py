@@ -415,3 +415,14 @@ def test_predict_from_a_workspace_sees_only_that_workspace(workspace_run, monkey
     assert "its runs: cli-run" in capsys.readouterr().err
     assert cli_module.main(["predict", "--workspace", token, "../../workspaces", "a fine phone"]) == 2
     assert "cannot name a run" in capsys.readouterr().err
+
+
+def test_a_workspace_token_that_begins_with_a_dash_is_read_as_the_token(workspace_run, monkeypatch, capsys):
+    """1 token in 64 begins with "-": argparse took it for an option ("expected one argument", exit 2
+    without the error line), so the test above failed now and then with a random token."""
+    from attention_core import cli as cli_module
+
+    root, _ = workspace_run
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(root))
+    assert cli_module.main(["predict", "--workspace", "-" + "A" * 21, "cli-run", "a fine phone"]) == 2
+    assert "this workspace has no run named 'cli-run'" in capsys.readouterr().err

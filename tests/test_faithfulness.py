@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -118,6 +119,25 @@ def test_parse_heads_is_one_based_and_empty_means_none():
     assert parse_heads("", ModelConfig()) == [] and parse_heads(" , ", ModelConfig()) == []
     with pytest.raises(ConfigError, match="mode"):
         knock_out([(0, 0)], ModelConfig(), "half")
+
+
+def test_a_pooling_attention_is_one_more_layer_of_heads_to_knock_out_and_to_shuffle():
+    model = tiny_model(seed=2, pooling="attention")
+    ids, mask = padded_batch()
+    cfg = model.cfg
+    assert parse_heads("3.2", cfg) == [(2, 1)]
+    with pytest.raises(ConfigError, match="layer 3: the pooling attention"):
+        parse_heads("4.1", cfg)
+    logits, attn = model(ids, mask)
+    same, same_attn = model(ids, mask, edit_attention=lambda layer, w, key_mask: w)
+    assert torch.equal(logits, same) and torch.equal(attn, same_attn)
+    off, off_attn = model(ids, mask, edit_attention=knock_out([(2, 0), (2, 1)], cfg))
+    assert torch.count_nonzero(off_attn[2]) == 0 and torch.equal(off_attn[:2], attn[:2])
+    assert not torch.allclose(off, logits, atol=1e-4)
+    order = torch.tensor([[3, 2, 1, 0], [1, 0, 2, 3]])  # the second row shuffles its 2 real tokens only
+    _, shuffled = model(ids, mask, edit_attention=_permute_last_layer(order, cfg.n_attention_maps - 1))
+    assert torch.equal(shuffled[:2], attn[:2])  # the layers are untouched; the pooling map is shuffled
+    assert torch.equal(shuffled[2, 0, ..., 0], attn[2, 0, ..., 3]) and torch.equal(shuffled[2, 1, ..., 0], attn[2, 1, ..., 1])
 
 
 # --- rollout and flow --------------------------------------------------------------------------
@@ -342,3 +362,16 @@ def test_run_report_permutation_test_and_histogram(bundled):
     assert report.knock_out_mode == "uniform" and report.methods == ["attention", "rollout"]
     assert report.kendall[0][1] == report.kendall[1][0]
 
+
+
+def test_the_lab_and_the_report_read_a_model_that_pools_by_attention(bundled):
+    torch.manual_seed(0)
+    cfg = replace(bundled.model_config, pooling="attention")
+    model = AttentionClassifier(cfg).eval()
+    model.load_state_dict(bundled.model.state_dict(), strict=False)  # the layers trained, the pooling query new
+    lab = sentence_lab(model, bundled.encoder, bundled.label_names, SENTENCE, n_permutations=5)
+    assert "pooling_attention" in lab.methods and sum(lab.scores["pooling_attention"]) == pytest.approx(1.0)
+    assert len(lab.permutation_tvd) == 5
+    texts, labels = bundled.validation
+    report = run_report(model, bundled.encoder, bundled.label_names, texts[:5], labels[:5], methods=["attention"])
+    assert np.array(report.head_accuracy).shape == (cfg.n_layers + 1, cfg.n_heads)

@@ -239,3 +239,42 @@ def test_a_stopped_job_shows_how_far_it_got_not_a_full_bar(tmp_path):
     assert jobs._fraction_done(3, 2, 4, 10, "finished") == 1.0
     for state in ("stopped", "time budget", "diverged", "failed"):
         assert jobs._fraction_done(3, 2, 4, 10, state) == pytest.approx(0.25)
+
+
+def test_a_job_trains_on_any_backend_that_keeps_the_protocol(tmp_path):
+    """The seam a distributed queue would fill (docs/deploy.md): a TrainingJob hands its request to
+    whatever ``TrainingBackend`` it is given and folds the reports of the returned line."""
+    from runner.protocol import Command, Ended, JobRequest, Progress, Started
+
+    requests: list[JobRequest] = []
+    sent: list[Command] = []
+
+    class Line:
+        def __init__(self) -> None:
+            self.reports = iter([Started(4242, 6), Progress(1, 3, 3, 6, 0.5, [0.7, 0.6, 0.5]),
+                                 Ended("stopped", "stopped by the learner", None, None)])
+
+        def send(self, command: Command) -> None:
+            sent.append(command)
+
+        def recv(self):
+            return next(self.reports)
+
+        def close(self) -> None:
+            pass
+
+    class Backend:
+        def start(self, request: JobRequest) -> Line:
+            requests.append(request)
+            return Line()
+
+    job = make_job(tmp_path, epochs=3, name="elsewhere", backend=Backend)
+    job.stop()  # asked before the line exists: sent once it does
+    job.start()
+    job.join(10)
+    snap = job.snapshot()
+    assert [r.name for r in requests] == ["elsewhere"] and requests[0].runs_dir == tmp_path
+    assert sent == [Command.STOP]
+    assert snap.done and snap.state == "stopped" and snap.message == "stopped by the learner"
+    assert job.pid == 4242 and snap.step_losses == [0.7, 0.6, 0.5] and snap.epoch == 1
+    assert list(tmp_path.iterdir()) == []  # this backend saved nothing, and the job wrote nothing itself

@@ -10,7 +10,7 @@ import streamlit as st
 from attention_core import ModelConfig, TrainConfig, preset
 from attention_core.model import POOLING, POSITIONAL
 from attention_core.presets import DEFAULT, PRESETS
-from attention_core.training import MAX_SNAPSHOTS, OPTIMIZERS
+from attention_core.training import LR_SCHEDULES, MAX_SNAPSHOTS, OPTIMIZERS
 from ui.common import kept
 
 CUSTOM = "Custom"  # not a preset: the form's own choice, starting from the default preset with every field open
@@ -69,9 +69,18 @@ def hyperparameter_form(default_probe: str, data_name: str, *, on_start: Callabl
                   help="The seed post froze it to watch only Q, K and V learn.")
         c4.toggle("Class weights", **k("cw", train.class_weights),
                   help="Weight the loss by inverse class frequency (for imbalanced data).")
+        c1, c2, c3, c4 = st.columns(4)
+        c1.number_input("Word dropout", 0.0, 0.9, step=0.05, **k("wdrop", model.word_dropout), disabled=not custom,
+                        help="Share of training words read as unknown, so that no single word carries a label.")
+        c2.number_input("Label smoothing", 0.0, 0.45, step=0.05, **k("smooth", train.label_smoothing),
+                        disabled=not custom)
+        c3.selectbox("Learning-rate schedule", LR_SCHEDULES, **k("sched", train.lr_schedule, LR_SCHEDULES),
+                     disabled=not custom, help="linear / cosine: decay to 0 over the planned epochs")
+        c4.number_input("Patience (epochs, 0 = none)", 0, 1000, **k("patience", train.patience or 0), disabled=not custom,
+                        help="Stop when the validation loss has not improved for this many epochs.")
         c1, c2, c3, c4 = st.columns([2, 1, 1, 1.6])
         c1.text_input("Probe sentence (attention recorded every epoch)", **k("probe", default_probe))
-        c2.number_input("Time budget (s, 0 = none)", 0, 3600, **k("budget", 0))
+        c2.number_input("Time budget (s, 0 = none)", 0, 3600, **k("budget", int(train.time_budget or 0)))
         c3.number_input("Time-lapse moments", 0, MAX_SNAPSHOTS, **k("snaps", train.snapshots),
                         help="How many moments of training keep their weights (epoch 0 to the last, plus the best "
                         "epoch), so that Inspect's time-lapse can replay any sentence. ~0.65 MB each for the Default "
@@ -99,7 +108,10 @@ def form_settings(data_name: str) -> tuple[str, ModelConfig, TrainConfig, str]:
         block = v("block")
         model = replace(model, n_layers=int(v("layers")), n_heads=int(v("heads")), d_model=int(v("dmodel")),
                         positional=v("pos"), pooling=v("pool"), dropout=float(v("drop")), residual=block,
-                        layer_norm=block, feed_forward=block, freeze_embeddings=v("femb"), freeze_head=v("fhead"))
+                        layer_norm=block, feed_forward=block, freeze_embeddings=v("femb"), freeze_head=v("fhead"),
+                        word_dropout=float(v("wdrop")))
+        train = replace(train, label_smoothing=float(v("smooth")), lr_schedule=v("sched"),
+                        patience=int(v("patience")) or None)
     probe = v("probe").strip()
     train = replace(train, epochs=int(v("epochs")), lr=float(v("lr")), batch_size=int(v("batch")), seed=int(v("seed")),
                     val_fraction=float(v("val")), optimizer=v("opt"), class_weights=v("cw"),

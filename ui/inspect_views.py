@@ -310,7 +310,8 @@ def compare(run: Run, text: str) -> None:
 def export(ex: Explanation, run: Run, zoom: Zoom) -> None:
     """Downloads: the zoomed map as interactive HTML, every weight as CSV and JSON."""
     text, tokens = ex.text, ex.tokens
-    st.caption("**PNG:** every chart has its own export: hover over it and click the camera icon in its toolbar. "
+    st.caption("**PNG, SVG:** every chart has its own: hover over it and click the camera in its toolbar (PNG) or the one "
+               "beside it (SVG). "
                f"**HTML** saves the zoomed map from the Model view (now: {zoom.title}) as one interactive file that "
                "works offline. **CSV** and **JSON** hold every layer's and head's weights for this sentence; in the CSV "
                "layers and heads count from 1, token positions from 0.")
