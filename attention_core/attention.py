@@ -19,6 +19,7 @@ Legend: B batch, H heads, T query tokens, S key/value tokens, D model dim, Dh he
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
@@ -146,7 +147,10 @@ class MultiHeadAttention(nn.Module):
         *,
         value: Tensor | None = None,
         need_weights: bool = True,
+        edit_weights: Callable[[Tensor], Tensor] | None = None,
     ) -> tuple[Tensor, Tensor | None]:
+        """With ``edit_weights`` the heads attend with ``edit_weights(weights)`` (B, H, T, S) instead
+        of the softmax (head knock-out, permuted attention); the edited weights are returned."""
         context = x if context is None else context
         value = context if value is None else value
         q = self._split(self.q_proj(x))  # (B, H, T, Dh)
@@ -157,7 +161,9 @@ class MultiHeadAttention(nn.Module):
         # with a boolean mask was ~20× slower forward+backward at these sizes (benchmarks/).
         steps = attention_steps(q, k, v, mask=mask)
         weights = steps.weights  # (B, H, T, S)
-        attended = F.dropout(weights, p) @ v if p else steps.output  # (B, H, T, Dh)
+        if edit_weights is not None:
+            weights = edit_weights(weights)  # (B, H, T, S)
+        attended = F.dropout(weights, p) @ v if p or edit_weights is not None else steps.output  # (B, H, T, Dh)
         b, _, t, _ = attended.shape
         out = attended.transpose(1, 2).reshape(b, t, self.d_model)  # (B, T, D)
         return self.out_proj(out), weights if need_weights else None

@@ -1,4 +1,4 @@
-"""Command line: ``python -m attention_core train | predict | evaluate``.
+"""Command line: ``python -m attention_core train | predict | evaluate | explain | faithfulness``.
 
 The last line each command prints on stdout is one JSON object; progress goes to stderr.
 Bad input exits with status 2 and a one-line ``error: …`` saying what is wrong and how to
@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -77,6 +78,9 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     pr.add_argument("run", help="run directory (with --workspace: the run's name there)")
     pr.add_argument("text", help="the sentence")
     pr.add_argument("--embeddings", metavar="FILE", help="word-vector file, if the run's has moved")
+    pr.add_argument("--knock-out", metavar="HEADS", nargs="?", const="", default="",
+                    help="heads to switch off, as layer.head from 1, e.g. 1.2,2.4 (empty: none, the plain prediction)")
+    _knock_out_mode_argument(pr)
     _workspace_arguments(pr)
 
     e = sub.add_parser("evaluate", help="accuracy, macro F1 and confusion of a run on a labelled CSV")
@@ -86,7 +90,34 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     e.add_argument("--label-col")
     e.add_argument("--embeddings", metavar="FILE", help="word-vector file, if the run's has moved")
     _workspace_arguments(e)
+
+    x = sub.add_parser("explain", help="every method's token importance for one sentence, and how faithful each is")
+    x.add_argument("run", help="run directory (with --workspace: the run's name there)")
+    x.add_argument("text", help="the sentence")
+    _lab_arguments(x)
+
+    f = sub.add_parser("faithfulness", help="head knock-out and each method's faithfulness over a labelled set")
+    f.add_argument("run", help="run directory (with --workspace: the run's name there)")
+    f.add_argument("csv", nargs="?", help="labelled CSV (default: the run's own validation sentences)")
+    f.add_argument("--text-col")
+    f.add_argument("--label-col")
+    _knock_out_mode_argument(f)
+    f.add_argument("--quiet", action="store_true", help="no progress bar")
+    _lab_arguments(f)
     return p
+
+
+def _knock_out_mode_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--knock-out-mode", choices=("zero", "uniform"), default="zero",
+                   help="zero: the heads' output is removed (default); uniform: they attend equally to every word")
+
+
+def _lab_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=int, default=0, help="seed of the random orders and samples (default 0)")
+    p.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="torch CPU threads (default 1: these small batches ran slower on 2 beside other work)")
+    p.add_argument("--embeddings", metavar="FILE", help="word-vector file, if the run's has moved")
+    _workspace_arguments(p)
 
 
 def _runs_root_argument(p: argparse.ArgumentParser) -> None:
@@ -219,16 +250,91 @@ def run_trainer(trainer: Trainer, on_epoch: Callable[[EpochRecord], None] | None
 
 
 def _predict(args: argparse.Namespace) -> dict:
+    from attention_core.faithfulness import head_name, knock_out, parse_heads
     from attention_core.runs import load_run
 
-    prediction = load_run(_run_dir(args), embedding_file=args.embeddings).predict(args.text)
-    print(prediction_summary(prediction), file=sys.stderr)
-    return prediction.to_dict()
+    run = load_run(_run_dir(args), embedding_file=args.embeddings)
+    heads = parse_heads(args.knock_out, run.model_config)
+    prediction = run.predict(args.text, edit_attention=knock_out(heads, run.model_config, args.knock_out_mode))
+    last = run.model_config.n_attention_maps - 1  # the map prediction_summary shows
+    print(prediction_summary(prediction, knocked_out=[h for layer, h in heads if layer == last]), file=sys.stderr)
+    if not heads:
+        return prediction.to_dict()
+    return {**prediction.to_dict(), "knocked_out": [head_name(*hd) for hd in heads], "knock_out_mode": args.knock_out_mode}
 
 
-def prediction_summary(prediction: Prediction) -> str:
+def _lab_run(args: argparse.Namespace):
+    import torch
+
+    from attention_core.runs import load_run
+
+    if args.threads < 1:
+        raise ConfigError(f"--threads {args.threads} is not valid", "use 1 or more")
+    torch.set_num_threads(args.threads)
+    return load_run(_run_dir(args), embedding_file=args.embeddings)
+
+
+def _explain(args: argparse.Namespace) -> dict:
+    from attention_core.faithfulness import sentence_lab
+
+    run = _lab_run(args)
+    lab = sentence_lab(run.model, run.encoder, run.label_names, args.text, seed=args.seed)
+    print(f"{lab.label}  tokens: {' '.join(lab.tokens)}", file=sys.stderr)
+    print(_faithfulness_table(lab.comprehensiveness, lab.sufficiency, lab.titles), file=sys.stderr)
+    return lab.to_dict()
+
+
+def _faithfulness(args: argparse.Namespace) -> dict:
+    from tqdm import tqdm
+
+    from attention_core.faithfulness import Progress, run_report
+
+    run = _lab_run(args)
+    if args.csv is not None:
+        from attention_core.data import load_dataset
+
+        dataset = load_dataset(args.csv, text_col=args.text_col, label_col=args.label_col)
+        texts: tuple[str, ...] = dataset.texts
+        labels: list = [dataset.label_names[y] for y in dataset.labels]
+    else:
+        if args.text_col or args.label_col:
+            raise ConfigError("--text-col and --label-col go with a CSV", "name the CSV after the run, or leave them out")
+        texts, labels = run.validation
+        if not texts:
+            raise RunError("this run kept no validation sentences", "give a labelled CSV after the run's name")
+    bars: dict[str, tqdm] = {}
+
+    def on_progress(p: Progress) -> None:
+        if args.quiet:
+            return
+        if p.stage not in bars:
+            for bar in bars.values():
+                bar.close()
+            what = "knock-out passes" if p.stage == "heads" else "sentences"
+            bars[p.stage] = tqdm(total=p.total, unit=" " + what.split()[-1], desc=what, file=sys.stderr, dynamic_ncols=True)
+        bars[p.stage].update(p.done - bars[p.stage].n)
+
+    report = run_report(run.model, run.encoder, run.label_names, texts, labels, knock_out_mode=args.knock_out_mode,
+                        seed=args.seed, on_progress=on_progress)
+    for bar in bars.values():
+        bar.close()
+    print(f"{report.n} sentences, accuracy {report.accuracy:.3f}", file=sys.stderr)
+    print(_faithfulness_table(report.comprehensiveness, report.sufficiency, report.titles), file=sys.stderr)
+    return report.to_dict()
+
+
+def _faithfulness_table(comprehensiveness: dict[str, float], sufficiency: dict[str, float], titles: dict[str, str]) -> str:
+    """Per method: ERASER's comprehensiveness (higher = the model relies on those words) and sufficiency (lower = better)."""
+    lines = [f"{'method':<26} comprehensiveness  sufficiency"]
+    for name, value in comprehensiveness.items():
+        lines.append(f"{titles.get(name, name):<26} {value:>17.3f}  {sufficiency[name]:>11.3f}")
+    return "\n".join(lines)
+
+
+def prediction_summary(prediction: Prediction, knocked_out: Sequence[int] = ()) -> str:
     """A prediction for a person to read: label and probabilities, the tokens read (unknown words
-    marked), and the word each head of the last layer attends to most (averaged over the queries)."""
+    marked), and the word each head of the last layer attends to most (averaged over the queries);
+    ``knocked_out``: the last layer's heads (0-based) that were switched off."""
     probs = sorted(prediction.probabilities.items(), key=lambda kv: -kv[1])
     lines = [f"{prediction.label}  ({', '.join(f'{name} {p:.1%}' for name, p in probs)})"]
     lines.append(f"tokens: {' '.join(prediction.tokens)}")
@@ -238,6 +344,9 @@ def prediction_summary(prediction: Prediction) -> str:
     last = prediction.attention[-1]  # (H, T, T) of the last layer
     lines.append(f"last layer ({len(prediction.attention)}), the word each head attends to most:")
     for h, head in enumerate(last):
+        if h in knocked_out:
+            lines.append(f"  head {h + 1}: knocked out")
+            continue
         received = [sum(row[k] for row in head) / len(head) for k in range(len(prediction.tokens))]  # (T,) mean over queries
         k = max(range(len(received)), key=received.__getitem__)
         lines.append(f"  head {h + 1}: {prediction.tokens[k]} ({received[k]:.0%} of the attention)")
@@ -268,7 +377,9 @@ def _glue_workspace(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(_glue_workspace(sys.argv[1:] if argv is None else argv))
     try:
-        result = {"train": _train, "predict": _predict, "evaluate": _evaluate}[args.command](args)
+        commands = {"train": _train, "predict": _predict, "evaluate": _evaluate, "explain": _explain,
+                    "faithfulness": _faithfulness}
+        result = commands[args.command](args)
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT

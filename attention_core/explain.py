@@ -49,7 +49,7 @@ SALIENCY_METHODS = ("grad_x_input", "integrated_gradients", "grad_norm")
 
 __all__ = [
     "HEAD_FUSIONS", "SALIENCY_METHODS", "Explanation", "attention_rollout", "explain",
-    "token_saliency", "top_k_mask",
+    "feature_saliency", "token_saliency", "top_k_mask",
 ]
 
 
@@ -173,7 +173,7 @@ def token_saliency(
                 target = int(logits[0].argmax())
     finally:
         model.train(was_training)
-    return _feature_saliency(model, features, mask, int(target), method, steps)
+    return feature_saliency(model, features, mask, int(target), method, steps)
 
 
 def _check_target(model: AttentionClassifier, target: int | None) -> None:
@@ -189,7 +189,7 @@ def _check_method(method: str, steps: int) -> None:
         raise ValueError(f"steps = {steps!r} is not valid; use a positive integer such as 32")
 
 
-def _feature_saliency(model: AttentionClassifier, features: Tensor, mask: Tensor, target: int, method: str,
+def feature_saliency(model: AttentionClassifier, features: Tensor, mask: Tensor, target: int, method: str,
                       steps: int) -> Tensor:
     """:func:`token_saliency` of class ``target`` from the model's input ``features`` (1, T, input_dim) → (T,)."""
     e = model.cfg.embedding_dim
@@ -330,7 +330,7 @@ def explain(
     predicted = int(probs.argmax())
     cls = predicted if target is None else target
     mask = torch.ones(features.shape[:1], dtype=torch.bool, device=features.device)  # one sentence: no padding
-    saliency = _feature_saliency(model, features[None], mask[None], cls, method, steps)
+    saliency = feature_saliency(model, features[None], mask[None], cls, method, steps)
     attention = seen.attention.detach().cpu()  # (L, H, T, T)
     rollout = attention_rollout(
         attention, residual=model.cfg.residual if residual is None else residual, head_fusion=head_fusion

@@ -12,6 +12,7 @@ Legend: B batch, T tokens, L layers, H heads, E embedding dim, D model dim, C cl
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
 
 import torch
@@ -24,6 +25,10 @@ from attention_core.errors import ConfigError
 POSITIONAL = ("none", "index", "sinusoidal", "learned")
 POOLING = ("mean", "max", "first", "attention")
 INIT = ("default", "seed")
+
+# An intervention on the attention weights: (layer index, weights (B, H, T, T), key mask (B, 1, 1, T))
+# → the weights that layer's heads attend with instead (head knock-out, permuted attention).
+AttentionEdit = Callable[[int, Tensor, Tensor], Tensor]
 
 
 @dataclass(frozen=True)
@@ -130,8 +135,11 @@ class Block(nn.Module):
         )
         self.drop = nn.Dropout(cfg.dropout)
 
-    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool) -> tuple[Tensor, Tensor | None]:
-        a, weights = self.attn(self.norm1(x), mask=mask, need_weights=need_weights)  # (B, T, D), (B, H, T, T)
+    def forward(
+        self, x: Tensor, mask: Tensor | None, need_weights: bool, edit_weights: Callable[[Tensor], Tensor] | None = None
+    ) -> tuple[Tensor, Tensor | None]:
+        # (B, T, D), (B, H, T, T)
+        a, weights = self.attn(self.norm1(x), mask=mask, need_weights=need_weights, edit_weights=edit_weights)
         x = x + self.drop(a) if self.cfg.residual else self.drop(a)
         if self.ff is not None:
             f = self.drop(self.ff(self.norm2(x)))
@@ -155,10 +163,13 @@ class AttentionPooling(nn.Module):
         self.query = nn.Parameter(torch.randn(d) * d**-0.5)  # the sentence's question to its words
         self.attn = MultiHeadAttention(d, cfg.n_heads, bias=cfg.attention_bias, dropout=cfg.dropout)
 
-    def forward(self, x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(
+        self, x: Tensor, mask: Tensor, edit_weights: Callable[[Tensor], Tensor] | None = None
+    ) -> tuple[Tensor, Tensor]:
         b, t, d = x.shape
         query = self.query.expand(b, 1, d)  # (B, 1, D)
-        pooled, weights = self.attn(query, x, mask[:, None, None, :])  # (B, 1, D), (B, H, 1, T)
+        # (B, 1, D), (B, H, 1, T)
+        pooled, weights = self.attn(query, x, mask[:, None, None, :], edit_weights=edit_weights)
         return pooled[:, 0], weights.expand(-1, -1, t, -1)  # (B, D), (B, H, T, T)
 
 
@@ -229,21 +240,35 @@ class AttentionClassifier(nn.Module):
         return x
 
     def forward(
-        self, ids: Tensor, mask: Tensor | None = None, extra: Tensor | None = None, *, need_weights: bool = True
+        self,
+        ids: Tensor,
+        mask: Tensor | None = None,
+        extra: Tensor | None = None,
+        *,
+        need_weights: bool = True,
+        edit_attention: AttentionEdit | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         if mask is None:
             mask = ids != 0
         if self.training and self.cfg.word_dropout:
             dropped = (torch.rand(ids.shape, device=ids.device) < self.cfg.word_dropout) & (ids != 0)
             ids = ids.masked_fill(dropped, 1)  # read as <unk>
-        return self.forward_features(self.embed(ids, extra), mask, need_weights=need_weights)
+        return self.forward_features(self.embed(ids, extra), mask, need_weights=need_weights,
+                                     edit_attention=edit_attention)
 
     def forward_features(
-        self, features: Tensor, mask: Tensor | None = None, *, need_weights: bool = True
+        self,
+        features: Tensor,
+        mask: Tensor | None = None,
+        *,
+        need_weights: bool = True,
+        edit_attention: AttentionEdit | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """The forward pass from the output of :meth:`embed`: the one copy of the layers' order.
 
         Gradients can flow into ``features`` even when the embedding table is frozen (saliency).
+        ``edit_attention`` replaces each layer's attention weights before the heads use them
+        (:data:`AttentionEdit`; see :mod:`attention_core.faithfulness`); without it nothing changes.
 
         Shape:
             features (B, T, input_dim), mask (B, T) bool (True = real token; default: all True)
@@ -267,12 +292,15 @@ class AttentionClassifier(nn.Module):
         x = self.drop(x)
         attn_mask = mask[:, None, None, :]  # (B, 1, 1, T): padded keys are never attended
         weights = []
-        for block in self.blocks:
-            x, w = block(x, attn_mask, need_weights)
+        for layer, block in enumerate(self.blocks):
+            edit = None if edit_attention is None else lambda w, layer=layer: edit_attention(layer, w, attn_mask)
+            x, w = block(x, attn_mask, need_weights, edit)
             weights.append(w)
         x = self.final_norm(x)
         if self.pooling is not None:
-            pooled, w = self.pooling(x, mask)  # (B, D), (B, H, T, T)
+            layer = len(self.blocks)  # the pooling query's map comes after the layers'
+            edit = None if edit_attention is None else lambda w: edit_attention(layer, w, attn_mask)
+            pooled, w = self.pooling(x, mask, edit)  # (B, D), (B, H, T, T)
             weights.append(w)
         else:
             pooled = pool(x, mask, cfg.pooling)  # (B, D)

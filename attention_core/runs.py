@@ -49,7 +49,7 @@ from safetensors.torch import load_file, save_file
 from attention_core.embeddings import EmbeddingSource, load_embeddings
 from attention_core.encoding import TextEncoder
 from attention_core.errors import ConfigError, InputError, RunError
-from attention_core.model import AttentionClassifier, ModelConfig
+from attention_core.model import AttentionClassifier, AttentionEdit, ModelConfig
 from attention_core.sentence import SentenceOutput, run_encoded, run_sentence
 from attention_core.training import History, TrainConfig, TrainResult, predict_probabilities
 
@@ -122,23 +122,25 @@ class Run:
             out.append((epoch, run_encoded(model, encoded, batch)))
         return out
 
-    def forward(self, text: str) -> SentenceOutput:
+    def forward(self, text: str, *, edit_attention: AttentionEdit | None = None) -> SentenceOutput:
         """Encode and run one sentence: its encoding, probabilities (C,) and attention (L, H, T, T).
 
-        Raises ``EmbeddingError`` if no word of ``text`` is known.
+        ``edit_attention`` intervenes on the attention (head knock-out:
+        :func:`attention_core.faithfulness.knock_out`). Raises ``EmbeddingError`` if no word of
+        ``text`` is known.
         """
-        return run_sentence(self.model, self.encoder, text)
+        return run_sentence(self.model, self.encoder, text, edit_attention=edit_attention)
 
     def predict_proba(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
         """Class probabilities of many sentences at once, shape (N, C); NaN rows had no known word."""
         return predict_probabilities(self.model, self.encoder, texts, batch_size)
 
-    def predict(self, text: str) -> Prediction:
+    def predict(self, text: str, *, edit_attention: AttentionEdit | None = None) -> Prediction:
         """Label, class probabilities, tokens and every attention map for one sentence.
 
         Raises ``EmbeddingError`` if no word of ``text`` is known.
         """
-        out = self.forward(text)
+        out = self.forward(text, edit_attention=edit_attention)
         enc, p = out.encoded, out.probabilities.tolist()
         return Prediction(
             label=self.label_names[int(out.probabilities.argmax())],

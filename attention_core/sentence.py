@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from attention_core.encoding import Batch, Encoded, TextEncoder
-from attention_core.model import AttentionClassifier
+from attention_core.model import AttentionClassifier, AttentionEdit
 
 
 @dataclass(frozen=True)
@@ -36,31 +36,44 @@ class SentenceOutput:
 
 @contextmanager
 def evaluating(model: AttentionClassifier) -> Iterator[None]:
-    """Run ``model`` in eval mode without gradients, then give it back in the mode it had."""
+    """Run ``model`` in eval mode without gradients, then give it back in the mode it had.
+
+    A model in eval mode already is left alone (switching walks every module: ~20 µs a call,
+    which the faithfulness lab's hundreds of small batches per sentence would pay).
+    """
     was_training = model.training
-    model.eval()
+    if was_training:
+        model.eval()
     try:
         with torch.no_grad():
             yield
     finally:
-        model.train(was_training)
+        if was_training:
+            model.train()
 
 
-def run_encoded(model: AttentionClassifier, encoded: Encoded, batch: Batch, *, features: bool = False) -> SentenceOutput:
+def run_encoded(
+    model: AttentionClassifier, encoded: Encoded, batch: Batch, *, features: bool = False,
+    edit_attention: AttentionEdit | None = None,
+) -> SentenceOutput:
     """The model in eval mode, without gradients, on a batch of one; the model's mode is restored.
 
     The batch moves to the model's device; the outputs stay there. With ``features`` the
-    output keeps the model's input features too.
+    output keeps the model's input features too; ``edit_attention`` intervenes on the attention
+    weights (head knock-out: :func:`attention_core.faithfulness.knock_out`).
     """
     device = model.head.weight.device
     extra = batch.extra.to(device) if batch.extra is not None else None
     with evaluating(model):
         x = model.embed(batch.ids.to(device), extra)  # (1, T, F)
-        logits, attn = model.forward_features(x, batch.mask.to(device))
+        logits, attn = model.forward_features(x, batch.mask.to(device), edit_attention=edit_attention)
     return SentenceOutput(encoded, torch.softmax(logits[0], -1), attn[:, 0], x[0] if features else None)
 
 
-def run_sentence(model: AttentionClassifier, encoder: TextEncoder, text: str, *, features: bool = False) -> SentenceOutput:
+def run_sentence(
+    model: AttentionClassifier, encoder: TextEncoder, text: str, *, features: bool = False,
+    edit_attention: AttentionEdit | None = None,
+) -> SentenceOutput:
     """Encode ``text`` with the run's encoder and run it through ``model`` (see :func:`run_encoded`).
 
     Raises ``EmbeddingError`` if ``text`` is empty or no word of it is known.
@@ -71,4 +84,4 @@ def run_sentence(model: AttentionClassifier, encoder: TextEncoder, text: str, *,
         (('a', 'great', 'movie'), torch.Size([2]), torch.Size([2, 4, 3, 3]))
     """
     encoded, batch = encoder.encode_for_model(text)
-    return run_encoded(model, encoded, batch, features=features)
+    return run_encoded(model, encoded, batch, features=features, edit_attention=edit_attention)

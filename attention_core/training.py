@@ -27,7 +27,7 @@ from attention_core.embeddings import Embeddings, load_embeddings
 from attention_core.encoding import UNK, TextEncoder
 from attention_core.errors import ConfigError, DataError, EmbeddingError
 from attention_core.metrics import classification_metrics
-from attention_core.model import AttentionClassifier, ModelConfig, with_data
+from attention_core.model import AttentionClassifier, AttentionEdit, ModelConfig, with_data
 from attention_core.post_sgd import PostModelSGDStep, post_sgd_step_applies
 from attention_core.sentence import evaluating, run_encoded
 from attention_core.text import TOKENIZERS
@@ -798,12 +798,13 @@ def evaluate_model(model: AttentionClassifier, encoder: TextEncoder, dataset: Te
 
 @torch.no_grad()
 def predict_probabilities(
-    model: AttentionClassifier, encoder: TextEncoder, texts: Sequence[str], batch_size: int = 256
+    model: AttentionClassifier, encoder: TextEncoder, texts: Sequence[str], batch_size: int = 256, *,
+    edit_attention: AttentionEdit | None = None,
 ) -> np.ndarray:
     """Class probabilities of many texts at once, shape (N, C), in batches of similar length.
 
     A row with no known word is NaN: there is nothing to predict from (``Run.predict`` raises
-    ``EmbeddingError`` for such a sentence).
+    ``EmbeddingError`` for such a sentence). ``edit_attention``: as for ``model.forward``.
     """
     out = np.full((len(texts), model.cfg.n_classes), np.nan)
     encoded = [(i, enc) for i, enc in enumerate(map(encoder.encode, texts)) if any(t != UNK for t in enc.ids)]
@@ -812,7 +813,7 @@ def predict_probabilities(
         for start in range(0, len(encoded), batch_size):
             chunk = encoded[start : start + batch_size]
             batch = encoder.collate([enc for _, enc in chunk])
-            logits, _ = model(batch.ids, batch.mask, batch.extra, need_weights=False)
+            logits, _ = model(batch.ids, batch.mask, batch.extra, need_weights=False, edit_attention=edit_attention)
             out[[i for i, _ in chunk]] = torch.softmax(logits, -1).double().numpy()
     return out
 

@@ -1,4 +1,4 @@
-"""Attention Playground benchmarks: seven figures measured side by side in one process.
+"""Attention Playground benchmarks: eight figures measured side by side in one process.
 
 Run from the repository root::
 
@@ -39,6 +39,10 @@ What is measured, and why:
    CLI's ``train`` does (60 s budget) against TF-IDF + LogisticRegression(C=4), accuracy, macro-F1
    and seconds per set: UCI always, CR, Subj and TREC with ``--tuning-dir DIR`` (their files stay
    outside the repository). Goal: beat the baseline on every set, accuracy and macro-F1.
+8. ``faithfulness`` — the faithfulness lab (:mod:`attention_core.faithfulness`) on the bundled
+   run: one 32-token sentence's whole lab (every method, curves, ERASER, permutation test),
+   each method alone, ``Run.predict`` with heads knocked out, and the run report over the
+   run's 600 validation sentences. Goals: lab ≤ 1 s, knock-out ≤ 300 ms, report ≤ 60 s.
 
 Every section also records how much CPU other processes used while it ran (from
 ``/proc/stat``): figures taken while another process competes for the 2 cores are not
@@ -834,6 +838,61 @@ def bench_quality(quick: bool) -> Section:
 
 # -- running and reporting --------------------------------------------------------------------------------
 
+# -- 8. the faithfulness lab ------------------------------------------------------------------------------
+
+
+def bench_faithfulness(quick: bool) -> Section:
+    """The faithfulness lab on the bundled run: one sentence's whole lab, a head knock-out, the run report."""
+    from attention_core.faithfulness import SentenceContext, available_methods, knock_out, run_report, sentence_lab
+    from attention_core.sentence import evaluating
+
+    n_tokens = 32
+    s = Section("faithfulness", f"faithfulness lab, bundled run (data/default_run), {n_tokens} tokens")
+    run = load_run(ROOT / "data" / "default_run")
+    texts, labels = run.validation
+    text = sentence_of(n_tokens, texts, run)
+    cfg = run.model_config
+    every_other = [(layer, head) for layer in range(cfg.n_layers) for head in range(0, cfg.n_heads, 2)]
+    s.add("tokens", len(run.encoder.encode(text).tokens))
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        lab_ms = call_times_ms(lambda: sentence_lab(run.model, run.encoder, run.label_names, text), 1, 3 if quick else 7)
+        s.add(f"sentence_lab_median_ms_{threads}_thread", float(np.median(lab_ms)), "ms")
+    torch.set_num_threads(1)
+    lab_ms = call_times_ms(lambda: sentence_lab(run.model, run.encoder, run.label_names, text), 0, 3 if quick else 7)
+    lab = s.add("sentence_lab_median_ms", float(np.median(lab_ms)), "ms")
+    encoded, batch = run.encoder.encode_for_model(text)
+    out = run.forward(text)
+    with evaluating(run.model):
+        features = run.model.embed(batch.ids, batch.extra)
+    for method in available_methods(run.model):
+        def score(method=method) -> None:
+            ctx = SentenceContext(run.model, encoded, features, out.attention, out.probabilities,
+                                  int(out.probabilities.argmax()), np.random.default_rng(0))
+            method.score(ctx)
+
+        s.add(f"method_{method.name}_ms", float(np.median(call_times_ms(score, 1, 5))), "ms")
+    knock_ms = call_times_ms(lambda: run.predict(text, edit_attention=knock_out(every_other, cfg)), 5, 50)
+    knock = s.add("knock_out_predict_median_ms", float(np.median(knock_ms)), "ms")
+    n = 60 if quick else len(texts)
+    seconds, report = timed(lambda: run_report(run.model, run.encoder, run.label_names, texts[:n], labels[:n]))
+    s.add("report_sentences", report.n)
+    s.add("report_seconds", seconds, "s")
+    s.add("report_comprehensiveness", [report.comprehensiveness[m] for m in [*report.methods, "random"]])
+    s.add("report_sufficiency", [report.sufficiency[m] for m in [*report.methods, "random"]])
+    s.goals.append(Goal(f"one sentence's whole lab ≤ 1 s ({n_tokens} tokens, 1 thread)", lab, 1000.0,
+                        lower_is_better=True))
+    s.goals.append(Goal("head knock-out on one sentence ≤ 300 ms (Run.predict with the edit)", knock, 300.0,
+                        lower_is_better=True))
+    s.goals.append(Goal(f"run report over the bundled run's {n} validation sentences ≤ 60 s", seconds,
+                        60.0 * n / len(texts), lower_is_better=True))
+    s.notes.append("methods in order: " + ", ".join([*report.methods, "random"]) + "; the lab and the report run on "
+                   "1 torch thread (the CLI's default): its batches are small, and 2 threads beside other work were "
+                   "much slower (sentence_lab_median_ms_2_thread)")
+    torch.set_num_threads(TORCH_THREADS)
+    return s
+
+
 SECTIONS: dict[str, Callable[[bool], Section]] = {
     "train_throughput": bench_train_throughput,
     "seed_vs_numpy": bench_seed_vs_numpy,
@@ -842,6 +901,7 @@ SECTIONS: dict[str, Callable[[bool], Section]] = {
     "vectors_file_cache": bench_vectors_file_cache,
     "cli_threads": bench_cli_threads,
     "quality": bench_quality,
+    "faithfulness": bench_faithfulness,
 }
 
 

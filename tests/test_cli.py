@@ -59,6 +59,59 @@ def test_predict_prints_label_probabilities_tokens_attention(trained):
     assert (len(attn), len(attn[0]), len(attn[0][0]), len(attn[0][0][0])) == (1, 2, 7, 7)
 
 
+def test_predict_with_no_head_knocked_out_is_exactly_the_plain_prediction(trained):
+    plain = cli("predict", str(trained), "the food was not good at all")
+    none = cli("predict", str(trained), "the food was not good at all", "--knock-out", "")
+    bare = cli("predict", str(trained), "the food was not good at all", "--knock-out")
+    assert plain.returncode == none.returncode == bare.returncode == 0, none.stderr + bare.stderr
+    assert none.stdout == plain.stdout == bare.stdout
+
+
+@pytest.mark.parametrize("mode", ["zero", "uniform"])
+def test_predict_with_heads_knocked_out(trained, mode):
+    plain = last_json(cli("predict", str(trained), "the food was not good at all").stdout)
+    r = cli("predict", str(trained), "the food was not good at all", "--knock-out", "1.1,1.2", "--knock-out-mode", mode)
+    assert r.returncode == 0, r.stderr
+    out = last_json(r.stdout)
+    assert out["knocked_out"] == ["1.1", "1.2"] and out["knock_out_mode"] == mode
+    assert out["probabilities"] != plain["probabilities"]
+    if mode == "zero":
+        assert "head 1: knocked out" in r.stderr and not np.any(out["attention"])
+    else:
+        assert np.allclose(out["attention"], 1 / 7)  # every head attends equally to the 7 words
+
+
+def test_explain_prints_every_method_and_how_faithful_it_is(trained):
+    r = cli("explain", str(trained), "the food was not good at all", "--seed", "2")
+    assert r.returncode == 0, r.stderr
+    out = last_json(r.stdout)
+    assert out["tokens"] == ["the", "food", "was", "not", "good", "at", "all"]
+    methods = out["methods"]
+    assert {"attention", "rollout", "flow", "grad_x_input", "integrated_gradients", "leave_one_out", "shapley"} <= set(methods)
+    assert all(len(out["scores"][m]) == 7 for m in methods) and len(out["kendall"]) == len(methods)
+    assert set(out["comprehensiveness"]) == set(out["sufficiency"]) == {*methods, "random"}
+    assert all(len(out["deletion"][m]) == 8 for m in out["deletion"])
+    assert "comprehensiveness" in r.stderr and "Leave-one-out" in r.stderr
+    assert last_json(cli("explain", str(trained), "the food was not good at all", "--seed", "2").stdout) == out
+
+
+def test_faithfulness_reports_on_the_runs_validation_set_by_default(trained, tmp_path):
+    r = cli("faithfulness", str(trained))
+    assert r.returncode == 0, r.stderr
+    out = last_json(r.stdout)
+    validation = load_run(trained).validation[0]
+    assert out["n"] + out["skipped"] == len(validation) > 0
+    assert np.array(out["head_accuracy"]).shape == (1, 2)
+    assert set(out["comprehensiveness"]) == set(out["sufficiency"]) == {*out["methods"], "random"}
+    assert "sentences:" in r.stderr and "knock-out passes:" in r.stderr  # the progress bars
+    csv = tmp_path / "other.csv"
+    csv.write_text("review,stars\n" + "".join(f"{t},{y}\n" for t, y in [("i love it", "positive"),
+                   ("it broke at once", "negative"), ("it is fine", "neutral")]))
+    r = cli("faithfulness", str(trained), str(csv), "--text-col", "review", "--label-col", "stars", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert last_json(r.stdout)["n"] == 3 and "sentences:" not in r.stderr
+
+
 def test_predict_summary_for_a_person_on_stderr(trained):
     r = cli("predict", str(trained), "the food was not zorblaxian at all")
     assert r.returncode == 0, r.stderr
@@ -114,6 +167,14 @@ def test_evaluate_with_other_column_names(trained, tmp_path):
         (("predict", "{tmp}/no_run", "hello"), "not found"),
         (("predict", "RUN", "xqzzy qqqzz"), "none of the words"),
         (("evaluate", "RUN", "{tmp}/one_class.csv", "--label-col", "label"), "only one"),
+        (("predict", "RUN", "good", "--knock-out", "3.9"), "head 3.9 does not exist — this model has layers 1–1"),
+        (("predict", "RUN", "good", "--knock-out", "1,2"), "not LAYER.HEAD"),
+        (("predict", "RUN", "good", "--knock-out", "1.1", "--knock-out-mode", "half"), "invalid choice"),
+        (("explain", "RUN", ""), "empty"),
+        (("explain", "RUN", "xqzzy qqqzz"), "none of the words"),
+        (("faithfulness", "RUN", "{tmp}/other_labels.csv"), r"labels \['great', 'poor'\] are not among"),
+        (("faithfulness", "RUN", "data/small.csv", "--text-col", "nope"), "nope"),
+        (("faithfulness", "RUN", "--label-col", "label"), "go with a CSV"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_error(trained, tmp_path, args, message):
@@ -122,6 +183,7 @@ def test_bad_input_exits_2_with_one_line_error(trained, tmp_path, args, message)
     (tmp_path / "one_class.csv").write_text("text,label\ngood,pos\nnice,pos\n")
     (tmp_path / "binary.csv").write_bytes(b"PK\x03\x04" + bytes(range(256)) * 4)
     (tmp_path / "numbers.csv").write_text("a,b\n1,2\n3,4\n5,6\n")
+    (tmp_path / "other_labels.csv").write_text("text,label\ngood food,great\nbad food,poor\nnice place,great\n")
     (tmp_path / "many.csv").write_text("review,stars\n" + "".join(f"sentence number {i},{i % 2}\n" for i in range(150)))
     if "huge.csv" in " ".join(args):
         with open(tmp_path / "huge.csv", "wb") as f:

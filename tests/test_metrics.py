@@ -1,11 +1,11 @@
-"""attention_core.metrics.spearman against values worked out by hand (no scipy)."""
+"""attention_core.metrics.spearman and kendall against values worked out by hand (no scipy)."""
 
 import math
 
 import numpy as np
 import pytest
 
-from attention_core.metrics import spearman
+from attention_core.metrics import kendall, spearman
 
 
 def test_spearman_one_swap():
@@ -36,3 +36,17 @@ def test_spearman_is_none_when_undefined(x, y):
 def test_spearman_rejects_unequal_lengths():
     with pytest.raises(ValueError, match="same length, got 3 and 2"):
         spearman([1, 2, 3], [1, 2])
+
+
+def test_kendall_counts_concordant_and_discordant_pairs():
+    # pairs (1,2) and (1,3) agree, (2,3) is swapped: (2 − 1) / 3
+    assert kendall([1, 2, 3], [1, 3, 2]) == pytest.approx(1 / 3)
+    assert kendall([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+
+
+def test_kendall_is_tau_b_with_ties():
+    # x ties one pair: 2 concordant pairs over √(2 untied in x · 3 untied in y)
+    assert kendall([1, 1, 2], [1, 2, 3]) == pytest.approx(2 / math.sqrt(6))
+    assert kendall([1, 1, 1], [1, 2, 3]) is None and kendall([1], [2]) is None
+    with pytest.raises(ValueError, match="same length"):
+        kendall([1, 2], [1, 2, 3])

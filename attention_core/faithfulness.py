@@ -1,0 +1,677 @@
+"""Is attention an explanation? Token importance from several methods, tested by erasing tokens.
+
+For one sentence (:func:`sentence_lab`) every method in :data:`METHODS` scores each token;
+deletion and insertion curves then show how the predicted class's probability moves when the
+top-k tokens of each method's order (or of a random order) are removed or kept alone, and
+ERASER's comprehensiveness and sufficiency (DeYoung et al., 2020, "ERASER: A Benchmark to
+Evaluate Rationalized NLP Models", ACL, arXiv:1911.03429) sum the curves up. For a whole run
+(:func:`run_report`) the same numbers are averaged over its validation sentences, next to each
+head's knock-out accuracy and Jain & Wallace's permutation test (2019, "Attention is not
+Explanation", NAACL, arXiv:1902.10186; see also Wiegreffe & Pinter, 2019, "Attention is not
+not Explanation", EMNLP, arXiv:1908.04626).
+
+Removing a token means masking it: no query attends to it and mean or max pooling leaves it
+out, while the other tokens keep their positions. Leave-one-out, Shapley values and the curves all remove
+tokens this way, so they measure the same model on the same inputs.
+
+Interventions on the attention go through ``model.forward_features(…, edit_attention=…)``
+(:data:`attention_core.model.AttentionEdit`): :func:`knock_out` switches heads off, and the
+permutation test shuffles the last layer's weights.
+
+Integrated gradients, leave-one-out and Shapley sampling are written here, batched, rather than
+taken from Captum (why: README, "Dependencies and why").
+
+Legend: N rows of a batch, T tokens, L layers, H heads, C classes, F input features.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from attention_core.encoding import UNK, Batch, Encoded, TextEncoder
+from attention_core.errors import ConfigError, DataError, EmbeddingError
+from attention_core.explain import attention_rollout, feature_saliency
+from attention_core.metrics import kendall
+from attention_core.model import AttentionClassifier, AttentionEdit, ModelConfig
+from attention_core.sentence import evaluating, run_encoded
+
+WHAT_IT_MEANS = """\
+Attention weights say where the model looked, not why it decided. Jain & Wallace (2019) found
+that attention often disagrees with gradient and erasure importance, and that shuffling or
+replacing it can leave the prediction unchanged; Wiegreffe & Pinter (2019) answered that
+attention can still be a plausible explanation, to be tested rather than assumed. The test here
+is erasure (DeYoung et al., 2020): remove the words a method ranks highest. If the probability
+falls far (high comprehensiveness) and the top words alone keep it (low sufficiency), the model
+depends on those words. Methods that agree (Kendall's tau near 1) tell one story; where attention
+disagrees with leave-one-out or Shapley, trust the ones whose erasure moves the prediction.
+Rollout and flow (Abnar & Zuidema, 2020) follow attention through every layer and usually agree
+with erasure better than one layer's raw weights."""
+
+KNOCK_OUT_MODES = ("zero", "uniform")
+ERASER_FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.5)  # ERASER's AOPC bins: top 1 %, 5 %, … of the tokens
+_FLOW_SCALE = 2**20  # scipy's max-flow wants integer capacities: weights in units of 2⁻²⁰
+
+
+# --- head knock-out ---------------------------------------------------------------------------
+
+
+def parse_heads(spec: str, cfg: ModelConfig) -> list[tuple[int, int]]:
+    """``"1.2,2.4"`` (layer.head, 1-based) → ``[(0, 1), (1, 3)]`` (0-based); ``""`` → ``[]``.
+
+    Raises ``ConfigError`` naming a head the model does not have or a malformed item.
+
+    Example:
+        >>> parse_heads("1.2, 2.4", ModelConfig())
+        [(0, 1), (1, 3)]
+    """
+    heads: list[tuple[int, int]] = []
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        layer, dot, head = item.partition(".")
+        if not dot or not layer.isdigit() or not head.isdigit():
+            raise ConfigError(f"head {item!r} is not LAYER.HEAD", "write heads as 1.2,2.4 (layer 1 head 2, layer 2 head 4)")
+        l, h = int(layer), int(head)
+        if not (1 <= l <= cfg.n_attention_maps and 1 <= h <= cfg.n_heads):
+            raise ConfigError(f"head {item} does not exist", _heads_hint(cfg))
+        if (l - 1, h - 1) not in heads:
+            heads.append((l - 1, h - 1))
+    return heads
+
+
+def _heads_hint(cfg: ModelConfig) -> str:
+    pooling = f" (layer {cfg.n_attention_maps}: the pooling attention)" if cfg.n_attention_maps > cfg.n_layers else ""
+    return f"this model has layers 1–{cfg.n_attention_maps}{pooling} with heads 1–{cfg.n_heads} each"
+
+
+def head_name(layer: int, head: int) -> str:
+    """0-based (layer, head) → ``"layer.head"`` 1-based, as the CLI takes it."""
+    return f"{layer + 1}.{head + 1}"
+
+
+def knock_out(heads: Iterable[tuple[int, int]], cfg: ModelConfig, mode: str = "zero") -> AttentionEdit | None:
+    """An attention edit that switches ``heads`` (0-based (layer, head)) off; None when there are none.
+
+    Layer ``cfg.n_layers`` (0-based), after the attention layers, is a pooling attention's query.
+
+    * ``"zero"``: the head's attention weights become 0, so its output is removed before the
+      output projection: the layer goes on with the other heads alone.
+    * ``"uniform"``: the head attends equally to every real (non-padding) token: it still passes
+      on an average of the sentence, but no longer chooses where to look.
+
+    None for no heads means the model runs exactly as without an edit (same numbers, bit for bit).
+
+    Example:
+        >>> logits, attn = model(ids, edit_attention=knock_out([(1, 3)], model.cfg))
+    """
+    if mode not in KNOCK_OUT_MODES:
+        raise ConfigError(f"knock-out mode {mode!r} is not known", f"choose one of {', '.join(KNOCK_OUT_MODES)}")
+    off = torch.zeros(cfg.n_attention_maps, cfg.n_heads, dtype=torch.bool)  # (L or L + 1, H)
+    for layer, head in heads:
+        if not (0 <= layer < cfg.n_attention_maps and 0 <= head < cfg.n_heads):
+            raise ConfigError(f"head {head_name(layer, head)} does not exist", _heads_hint(cfg))
+        off[layer, head] = True
+    if not off.any():
+        return None
+
+    def edit(layer: int, weights: Tensor, key_mask: Tensor) -> Tensor:
+        here = off[layer].to(weights.device)[None, :, None, None]  # (1, H, 1, 1)
+        if not here.any():
+            return weights
+        if mode == "zero":
+            return weights.masked_fill(here, 0.0)
+        uniform = key_mask.expand_as(weights).to(weights.dtype)  # (B, H, T, T)
+        uniform = uniform / uniform.sum(-1, keepdim=True).clamp(min=1.0)
+        return torch.where(here, uniform, weights)
+
+    return edit
+
+
+def _permute_last_layer(order: Tensor, last: int) -> AttentionEdit:
+    """Edit: the weights of map ``last`` (the last layer, or the pooling attention) with their keys
+    shuffled, row b by ``order[b]`` (N, T)."""
+
+    def edit(layer: int, weights: Tensor, key_mask: Tensor) -> Tensor:
+        if layer != last:
+            return weights
+        index = order[:, None, None, :].expand_as(weights)  # (N, H, T or 1, T)
+        return weights.gather(-1, index)
+
+    return edit
+
+
+# --- one sentence: the shared context ------------------------------------------------------------
+
+
+@dataclass
+class SentenceContext:
+    """One sentence, as every method sees it (tensors on the model's device, batch of one)."""
+
+    model: AttentionClassifier
+    encoded: Encoded
+    features: Tensor  # (1, T, F) model.embed of the sentence
+    attention: Tensor  # (L, H, T, T), or (L + 1, H, T, T) with a pooling attention's map last
+    probabilities: Tensor  # (C,)
+    target: int  # the class explained: the predicted one
+    rng: np.random.Generator
+    ig_steps: int = 64
+    shapley_permutations: int = 16
+
+    @property
+    def n_tokens(self) -> int:
+        return self.features.shape[1]
+
+    @property
+    def mask(self) -> Tensor:
+        return torch.ones(1, self.n_tokens, dtype=torch.bool, device=self.features.device)
+
+    def target_probability(self, keep: Tensor, chunk: int = 128) -> np.ndarray:
+        """p(target) with only the tokens where ``keep`` (N, T) is True, the rest masked. → (N,).
+
+        Each distinct row is run once: the curves of different orders share many (the full and the
+        empty sentence, and the first few tokens where methods agree).
+        """
+        rows, where = torch.unique(keep, dim=0, return_inverse=True)  # (U, T), (N,)
+        out = []
+        with evaluating(self.model):
+            for start in range(0, rows.shape[0], chunk):
+                part = rows[start : start + chunk].to(self.features.device)
+                x = self.features.expand(part.shape[0], -1, -1)
+                logits, _ = self.model.forward_features(x, part, need_weights=False)
+                out.append(torch.softmax(logits.double(), -1)[:, self.target])
+        return torch.cat(out).cpu()[where].numpy()
+
+    @property
+    def layers(self) -> Tensor:
+        """The attention layers' maps (L, H, T, T), without a pooling attention's."""
+        return self.attention[: self.model.cfg.n_layers].cpu()
+
+    @property
+    def pooling_attention(self) -> Tensor | None:
+        """The pooling query's weights over the tokens, head average (T,), for a model that pools by attention."""
+        if self.attention.shape[0] <= self.model.cfg.n_layers:
+            return None
+        return self.attention[self.model.cfg.n_layers].double().mean(dim=0)[0].cpu()  # every row the same
+
+    def readout(self) -> Tensor:
+        """How the pooled vector reads the output tokens: one weight per token (T,), summing to 1.
+
+        Mean (and, as an approximation, max) pooling reads every token equally; ``first`` reads
+        token 0; attention pooling reads them by its weights.
+        """
+        t = self.n_tokens
+        pooling = self.pooling_attention
+        if pooling is not None:
+            return pooling
+        if self.model.cfg.pooling == "first":
+            return torch.nn.functional.one_hot(torch.tensor(0), t).double()
+        return torch.full((t,), 1.0 / t, dtype=torch.float64)
+
+
+# --- the methods ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Method:
+    """A way to score each token's importance for the prediction."""
+
+    name: str
+    title: str
+    measures: str  # one line for learners: what this number is
+    score: Callable[[SentenceContext], np.ndarray]  # → (T,), larger = more important for the target class
+    available: Callable[[AttentionClassifier], bool] = field(default=lambda model: True)
+
+
+def _last_layer_attention(ctx: SentenceContext) -> np.ndarray:
+    mean = ctx.layers[-1].double().mean(dim=0)  # (T, T) head average
+    return (ctx.readout() @ mean).numpy()
+
+
+def _pooling_attention(ctx: SentenceContext) -> np.ndarray:
+    pooling = ctx.pooling_attention
+    assert pooling is not None  # offered only for models that pool by attention
+    return pooling.numpy()
+
+
+def _rollout(ctx: SentenceContext) -> np.ndarray:
+    rollout = attention_rollout(ctx.layers, residual=ctx.model.cfg.residual).double()  # (T, T)
+    return (ctx.readout() @ rollout).numpy()
+
+
+def _flow(ctx: SentenceContext) -> np.ndarray:
+    return attention_flow(ctx.layers, ctx.readout(), residual=ctx.model.cfg.residual)
+
+
+def _gradient(method: str) -> Callable[[SentenceContext], np.ndarray]:
+    def score(ctx: SentenceContext) -> np.ndarray:
+        steps = ctx.ig_steps if method == "integrated_gradients" else 1
+        return feature_saliency(ctx.model, ctx.features, ctx.mask, ctx.target, method, steps).double().cpu().numpy()
+
+    return score
+
+
+def _leave_one_out(ctx: SentenceContext) -> np.ndarray:
+    t = ctx.n_tokens
+    keep = ~torch.eye(t, dtype=torch.bool)  # row i: every token but i
+    full = float(ctx.probabilities[ctx.target])
+    return full - ctx.target_probability(keep)
+
+
+def _shapley(ctx: SentenceContext) -> np.ndarray:
+    """Permutation sampling (Castro et al., 2009): each token's mean marginal gain over random orders."""
+    t, n = ctx.n_tokens, ctx.shapley_permutations
+    orders = np.stack([ctx.rng.permutation(t) for _ in range(n)])  # (n, T)
+    rank = np.argsort(orders, axis=1)  # rank[p, i]: where token i comes in order p
+    keep = torch.from_numpy(rank[:, None, :] < np.arange(t + 1)[None, :, None])  # (n, T+1, T): first k kept
+    values = ctx.target_probability(keep.reshape(-1, t)).reshape(n, t + 1)
+    gains = np.diff(values, axis=1)  # (n, T): gain of the k-th token of each order
+    out = np.zeros(t)
+    np.add.at(out, orders.ravel(), gains.ravel())
+    return out / n
+
+
+METHODS: dict[str, Method] = {}
+
+
+def register(method: Method) -> Method:
+    """Add a method to :data:`METHODS` (e.g. a pooling attention for models that have one)."""
+    METHODS[method.name] = method
+    return method
+
+
+for _method in (
+    Method("attention", "Attention (last layer)",
+           "how much the last layer's heads, averaged, look at each word as the sentence is pooled",
+           _last_layer_attention),
+    Method("pooling_attention", "Pooling attention",
+           "the weight the pooling query gives each word when it sums the sentence up (models that pool by attention)",
+           _pooling_attention, available=lambda model: model.cfg.pooling == "attention"),
+    Method("rollout", "Attention rollout",
+           "attention multiplied through the layers, with the residual path: how much of each word reaches the output",
+           _rollout),
+    Method("flow", "Attention flow",
+           "the most attention that can stream from each word to the output through the layers (a max-flow)",
+           _flow),
+    Method("grad_x_input", "Gradient × input",
+           "how fast the predicted class's log-probability changes with each word's vector, times that vector",
+           _gradient("grad_x_input")),
+    Method("integrated_gradients", "Integrated gradients",
+           "each word's share of the change in log-probability from an all-zero input to this sentence",
+           _gradient("integrated_gradients")),
+    Method("leave_one_out", "Leave-one-out erasure",
+           "how much the predicted class's probability drops when this one word is removed",
+           _leave_one_out),
+    Method("shapley", "Shapley value (sampled)",
+           "each word's average gain in probability when added to random subsets of the other words",
+           _shapley),
+):
+    register(_method)
+
+
+def attention_flow(attention: Tensor, readout: Tensor, *, residual: bool = True) -> np.ndarray:
+    """Attention flow (Abnar & Zuidema, 2020): per input token, the max flow to the pooled output.
+
+    The layer graph has a node per token and layer (inputs at layer 0); an edge from token j at
+    layer l−1 to token i at layer l carries at most Â_l[i, j], the head-averaged weights with the
+    residual as in :func:`~attention_core.explain.attention_rollout` (0.5·A + 0.5·I, rows
+    renormalised). Output token i feeds a sink with capacity ``readout[i]`` (mean pooling: 1/T
+    each; ``first``: token 0 alone, the paper's flow to [CLS]). Unlike rollout, which sums every
+    path's product, flow is limited by each path's narrowest edge.
+
+    Shape:
+        attention (L, H, T, T), readout (T,) → (T,).
+    """
+    from scipy.sparse import csr_array
+    from scipy.sparse.csgraph import maximum_flow  # scipy comes with gensim
+
+    n_layers, t = attention.shape[0], attention.shape[-1]
+    layers = [attention_rollout(attention[i : i + 1], residual=residual).double() for i in range(n_layers)]  # Â_l (T, T)
+    n = (n_layers + 1) * t + 1
+    sink = n - 1
+    cap = np.zeros((n, n), dtype=np.int64)
+    for i, a in enumerate(layers):
+        below, above = i * t, (i + 1) * t
+        cap[below : below + t, above : above + t] = np.rint(a.numpy().T * _FLOW_SCALE)  # edge j → i: Â[i, j]
+    cap[n_layers * t : n_layers * t + t, sink] = np.rint(readout.numpy() * _FLOW_SCALE)
+    graph = csr_array(cap.astype(np.int32))
+    return np.array([maximum_flow(graph, j, sink).flow_value for j in range(t)], dtype=float) / _FLOW_SCALE
+
+
+# --- curves and ERASER ------------------------------------------------------------------------------
+
+
+def _order_masks(order: np.ndarray, t: int) -> tuple[Tensor, Tensor]:
+    """Keep masks (T+1, T) for removing the first k tokens of ``order``, and for keeping only them."""
+    rank = np.argsort(order)
+    top_k = torch.from_numpy(rank[None, :] < np.arange(t + 1)[:, None])  # row k: the first k of the order
+    return ~top_k, top_k
+
+
+def eraser_ks(t: int) -> list[int]:
+    """How many tokens each of ERASER's bins removes in a sentence of ``t`` tokens (at least 1)."""
+    return [max(1, math.ceil(f * t)) for f in ERASER_FRACTIONS]
+
+
+def _comprehensiveness(full: float, deletion: np.ndarray, t: int) -> float:
+    return float(np.mean([full - deletion[k] for k in eraser_ks(t)]))
+
+
+def _sufficiency(full: float, insertion: np.ndarray, t: int) -> float:
+    return float(np.mean([full - insertion[k] for k in eraser_ks(t)]))
+
+
+def _descending(scores: np.ndarray) -> np.ndarray:
+    return np.argsort(-scores, kind="stable")
+
+
+# --- the lab for one sentence -----------------------------------------------------------------------
+
+
+@dataclass
+class SentenceLab:
+    """Every method's token scores for one sentence and how faithful each is. Lists, for JSON."""
+
+    text: str
+    tokens: list[str]
+    unknown_tokens: list[str]
+    label: str  # the predicted class, whose probability the curves follow
+    probabilities: dict[str, float]
+    methods: list[str]
+    titles: dict[str, str]
+    measures: dict[str, str]
+    scores: dict[str, list[float]]  # method → (T,)
+    kendall: list[list[float | None]]  # (M, M), methods' order; None where τ is undefined (a constant score)
+    deletion: dict[str, list[float]]  # method or "random" → p(label) with the top k removed, k = 0…T
+    insertion: dict[str, list[float]]  # … with only the top k kept
+    comprehensiveness: dict[str, float]  # method or "random": mean p drop over ERASER's bins (higher = more faithful)
+    sufficiency: dict[str, float]  # … p drop keeping only the top tokens (lower = more faithful)
+    permutation_tvd: list[float]  # Jain & Wallace: output change for each shuffle of the last layer's attention
+    seed: int
+    notes: list[str]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _context(model: AttentionClassifier, encoded: Encoded, batch: Batch, rng: np.random.Generator, *,
+             ig_steps: int, shapley_permutations: int) -> SentenceContext:
+    out = run_encoded(model, encoded, batch, features=True)
+    assert out.features is not None
+    return SentenceContext(model, encoded, out.features[None], out.attention, out.probabilities,
+                           int(out.probabilities.argmax()), rng, ig_steps, shapley_permutations)
+
+
+def _evaluate(ctx: SentenceContext, methods: Sequence[Method], n_random: int, n_permutations: int) -> dict:
+    """Scores, curves, ERASER numbers and the permutation test for one sentence context."""
+    t = ctx.n_tokens
+    scores = {m.name: np.asarray(m.score(ctx), dtype=float) for m in methods}
+    orders = {name: _descending(s) for name, s in scores.items()}
+    random_orders = [ctx.rng.permutation(t) for _ in range(n_random)]
+    masks = [mask for order in [*orders.values(), *random_orders] for mask in _order_masks(order, t)]
+    p = ctx.target_probability(torch.cat(masks)).reshape(len(masks) // 2, 2, t + 1)  # (orders, del/ins, T+1)
+    full = float(ctx.probabilities[ctx.target])
+    deletion = {name: p[i, 0] for i, name in enumerate(orders)}
+    insertion = {name: p[i, 1] for i, name in enumerate(orders)}
+    deletion["random"], insertion["random"] = p[len(orders):, 0].mean(0), p[len(orders):, 1].mean(0)
+    # random: from its mean curve, which equals the mean of its orders' numbers (both are linear)
+    comprehensiveness = {name: _comprehensiveness(full, curve, t) for name, curve in deletion.items()}
+    sufficiency = {name: _sufficiency(full, curve, t) for name, curve in insertion.items()}
+    names = list(scores)
+    tau = [[kendall(scores[a], scores[b]) for b in names] for a in names]
+    return dict(scores=scores, deletion=deletion, insertion=insertion, comprehensiveness=comprehensiveness,
+                sufficiency=sufficiency, kendall=tau, permutation_tvd=_permutation_tvd(ctx, n_permutations))
+
+
+def _permutation_tvd(ctx: SentenceContext, n: int) -> list[float]:
+    """Jain & Wallace's test: total variation distance between the output distributions with the
+    last layer's (or the pooling attention's) weights and with them shuffled over the keys, for
+    ``n`` shuffles."""
+    t = ctx.n_tokens
+    if n == 0 or t < 2:
+        return []
+    order = torch.from_numpy(np.stack([ctx.rng.permutation(t) for _ in range(n)])).to(ctx.features.device)  # (n, T)
+    edit = _permute_last_layer(order, ctx.model.cfg.n_attention_maps - 1)
+    with evaluating(ctx.model):
+        logits, _ = ctx.model.forward_features(ctx.features.expand(n, -1, -1), ctx.mask.expand(n, -1),
+                                               need_weights=False, edit_attention=edit)
+    shuffled = torch.softmax(logits.double(), -1)  # (n, C)
+    return (0.5 * (shuffled - ctx.probabilities.double()).abs().sum(-1)).cpu().tolist()
+
+
+def available_methods(model: AttentionClassifier, names: Sequence[str] | None = None) -> list[Method]:
+    """The methods of :data:`METHODS` this model has (all of them, or those ``names``)."""
+    if names is not None:
+        unknown = [n for n in names if n not in METHODS]
+        if unknown:
+            raise ConfigError(f"method(s) {unknown} are not known", f"choose from {', '.join(METHODS)}")
+    return [m for m in METHODS.values() if m.available(model) and (names is None or m.name in names)]
+
+
+def sentence_lab(
+    model: AttentionClassifier,
+    encoder: TextEncoder,
+    label_names: Sequence[str],
+    text: str,
+    *,
+    methods: Sequence[str] | None = None,
+    seed: int = 0,
+    ig_steps: int = 64,
+    shapley_permutations: int = 16,
+    n_random: int = 10,
+    n_permutations: int = 20,
+) -> SentenceLab:
+    """Every method's token importance for ``text``, their agreement and their faithfulness curves.
+
+    The curves follow the predicted class's probability; ``n_random`` random orders are averaged
+    for the random baseline; ``n_permutations`` shuffles of the last layer's attention give the
+    permutation test. The same ``seed`` gives the same numbers. Raises ``EmbeddingError`` if
+    ``text`` is empty or no word of it is known.
+
+    Shape:
+        T tokens, M methods: scores[m] (T,), kendall (M, M), deletion[m] / insertion[m] (T+1,).
+
+    Example:
+        >>> lab = sentence_lab(run.model, run.encoder, run.label_names, "a great movie")
+        >>> lab.comprehensiveness["leave_one_out"] >= lab.comprehensiveness["random"]
+        True
+    """
+    chosen = available_methods(model, methods)
+    encoded, batch = encoder.encode_for_model(text)
+    ctx = _context(model, encoded, batch, np.random.default_rng(seed), ig_steps=ig_steps,
+                   shapley_permutations=shapley_permutations)
+    got = _evaluate(ctx, chosen, n_random, n_permutations)
+    names = [m.name for m in chosen]
+    probs = ctx.probabilities.tolist()
+    return SentenceLab(
+        text=text,
+        tokens=list(encoded.tokens),
+        unknown_tokens=list(encoded.unknown),
+        label=label_names[ctx.target],
+        probabilities={name: round(p, 6) for name, p in zip(label_names, probs, strict=True)},
+        methods=names,
+        titles={m.name: m.title for m in chosen},
+        measures={m.name: m.measures for m in chosen},
+        scores={k: v.tolist() for k, v in got["scores"].items()},
+        kendall=got["kendall"],
+        deletion={k: v.tolist() for k, v in got["deletion"].items()},
+        insertion={k: v.tolist() for k, v in got["insertion"].items()},
+        comprehensiveness=got["comprehensiveness"],
+        sufficiency=got["sufficiency"],
+        permutation_tvd=got["permutation_tvd"],
+        seed=seed,
+        notes=encoded.notes,
+    )
+
+
+# --- a whole run --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far :func:`run_report` has got: ``done`` of ``total`` steps of ``stage``."""
+
+    stage: str  # "heads" (knock-out passes over the data) | "sentences" (methods, curves, permutation test)
+    done: int
+    total: int
+
+
+@dataclass
+class RunReport:
+    """Faithfulness over a set of labelled sentences (by default the run's validation rows). Lists, for JSON."""
+
+    n: int  # sentences scored
+    skipped: int  # sentences with no known word, left out
+    labels: list[str]
+    accuracy: float
+    loss: float  # mean cross entropy
+    knock_out_mode: str
+    head_accuracy: list[list[float]]  # (L, H), (L + 1, H) with a pooling attention: accuracy with that head alone off
+    head_loss: list[list[float]]  # (L, H)
+    pruning_order: list[str]  # heads, least important first (smallest loss when knocked out alone)
+    pruning_accuracy: list[float]  # accuracy with the first k heads of pruning_order off, k = 0…L·H
+    methods: list[str]
+    titles: dict[str, str]
+    measures: dict[str, str]
+    comprehensiveness: dict[str, float]  # method or "random": mean over the sentences
+    sufficiency: dict[str, float]
+    kendall: list[list[float | None]]  # (M, M) mean τ over the sentences where it is defined
+    permutation_tvd: list[float]  # per sentence: the median TVD over its shuffles
+    tvd_histogram: dict[str, list[float]]  # {"edges": 11 bin edges from 0, "counts": 10 counts}
+    seed: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _labelled(run_labels: Sequence[str], texts: Sequence[str], labels: Sequence[str] | Sequence[int]) -> list[int]:
+    if len(texts) != len(labels):
+        raise DataError(f"{len(texts)} texts but {len(labels)} labels", "give one label per sentence")
+    if all(isinstance(y, (int, np.integer)) for y in labels):
+        bad = sorted({int(y) for y in labels if not 0 <= int(y) < len(run_labels)})
+        if bad:
+            raise DataError(f"label ids {bad} are not classes of the run", f"the run has {len(run_labels)} classes")
+        return [int(y) for y in labels]
+    index = {name: i for i, name in enumerate(run_labels)}
+    missing = sorted(set(map(str, labels)) - set(index))
+    if missing:
+        raise DataError(f"labels {missing} are not among the model's labels {list(run_labels)}",
+                        "use data with the labels the run was trained on (or pick the right --label-col)")
+    return [index[str(y)] for y in labels]
+
+
+def _accuracy_loss(probs: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    picked = probs[np.arange(len(y)), y]
+    return float((probs.argmax(1) == y).mean()), float(-np.log(np.clip(picked, 1e-12, None)).mean())
+
+
+def run_report(
+    model: AttentionClassifier,
+    encoder: TextEncoder,
+    label_names: Sequence[str],
+    texts: Sequence[str],
+    labels: Sequence[str] | Sequence[int],
+    *,
+    knock_out_mode: str = "zero",
+    methods: Sequence[str] | None = None,
+    seed: int = 0,
+    ig_steps: int = 32,
+    shapley_permutations: int = 8,
+    n_random: int = 5,
+    n_permutations: int = 20,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> RunReport:
+    """Head knock-out, method faithfulness and the permutation test over labelled sentences.
+
+    ``labels`` are the run's class ids or label names. Sentences with no known word are left
+    out and counted in ``skipped``. Deterministic for a ``seed``; ``on_progress`` is called
+    after each knock-out pass and each sentence.
+
+    Example:
+        >>> texts, labels = run.validation
+        >>> report = run_report(run.model, run.encoder, run.label_names, texts, labels)
+        >>> report.comprehensiveness["leave_one_out"] > report.comprehensiveness["random"]
+        True
+    """
+    from attention_core.training import predict_probabilities  # here: training.py imports gensim and pandas
+
+    cfg = model.cfg
+    knock_out([], cfg, knock_out_mode)  # checks the mode
+    chosen = available_methods(model, methods)
+    y_all = np.asarray(_labelled(label_names, texts, labels))
+    encoded = [encoder.encode(text) for text in texts]
+    readable = [i for i, enc in enumerate(encoded) if any(t != UNK for t in enc.ids)]
+    if not readable:
+        raise EmbeddingError("no sentence has a word the run knows", "check the text column and the run's word vectors")
+    kept_texts = [texts[i] for i in readable]
+    y = y_all[readable]
+    heads = [(layer, head) for layer in range(cfg.n_attention_maps) for head in range(cfg.n_heads)]
+    total_passes = 2 * len(heads) + 1
+    done = 0
+
+    def tick(stage: str, total: int) -> None:
+        nonlocal done
+        done += 1
+        if on_progress is not None:
+            on_progress(Progress(stage, done, total))
+
+    def scored(edit: AttentionEdit | None) -> tuple[float, float]:
+        result = _accuracy_loss(predict_probabilities(model, encoder, kept_texts, edit_attention=edit), y)
+        tick("heads", total_passes)
+        return result
+
+    accuracy, loss = scored(None)
+    single = {hd: scored(knock_out([hd], cfg, knock_out_mode)) for hd in heads}
+    pruning = sorted(heads, key=lambda hd: (single[hd][1], hd))
+    pruning_accuracy = [accuracy] + [scored(knock_out(pruning[: k + 1], cfg, knock_out_mode))[0] for k in range(len(heads))]
+
+    names = [m.name for m in chosen]
+    comprehensiveness: dict[str, list[float]] = {name: [] for name in [*names, "random"]}
+    sufficiency: dict[str, list[float]] = {name: [] for name in [*names, "random"]}
+    tau_sum, tau_count = np.zeros((len(names), len(names))), np.zeros((len(names), len(names)))
+    tvd: list[float] = []
+    done = 0
+    for i in readable:
+        batch = encoder.collate([encoded[i]])
+        ctx = _context(model, encoded[i], batch, np.random.default_rng([seed, i]), ig_steps=ig_steps,
+                       shapley_permutations=shapley_permutations)
+        got = _evaluate(ctx, chosen, n_random, n_permutations)
+        for name in comprehensiveness:
+            comprehensiveness[name].append(got["comprehensiveness"][name])
+            sufficiency[name].append(got["sufficiency"][name])
+        tau = np.array([[np.nan if v is None else v for v in row] for row in got["kendall"]])
+        tau_sum += np.nan_to_num(tau)
+        tau_count += ~np.isnan(tau)
+        if got["permutation_tvd"]:
+            tvd.append(float(np.median(got["permutation_tvd"])))
+        tick("sentences", len(readable))
+
+    mean_tau = np.divide(tau_sum, tau_count, out=np.full_like(tau_sum, np.nan), where=tau_count > 0)
+    top = max(0.05, math.ceil(max(tvd, default=0.0) * 20) / 20)  # the histogram's range: up to the largest, in 0.05s
+    counts, edges = np.histogram(tvd, bins=10, range=(0.0, top))
+    return RunReport(
+        n=len(readable),
+        skipped=len(texts) - len(readable),
+        labels=list(label_names),
+        accuracy=accuracy,
+        loss=loss,
+        knock_out_mode=knock_out_mode,
+        head_accuracy=[[single[(layer, h)][0] for h in range(cfg.n_heads)] for layer in range(cfg.n_attention_maps)],
+        head_loss=[[single[(layer, h)][1] for h in range(cfg.n_heads)] for layer in range(cfg.n_attention_maps)],
+        pruning_order=[head_name(*hd) for hd in pruning],
+        pruning_accuracy=pruning_accuracy,
+        methods=names,
+        titles={m.name: m.title for m in chosen},
+        measures={m.name: m.measures for m in chosen},
+        comprehensiveness={k: float(np.mean(v)) for k, v in comprehensiveness.items()},
+        sufficiency={k: float(np.mean(v)) for k, v in sufficiency.items()},
+        kendall=[[None if np.isnan(v) else float(v) for v in row] for row in mean_tau],
+        permutation_tvd=tvd,
+        tvd_histogram={"edges": edges.tolist(), "counts": counts.astype(float).tolist()},
+        seed=seed,
+    )
