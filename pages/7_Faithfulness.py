@@ -26,8 +26,6 @@ st.sidebar.caption(run_caption(run))
 tab_sentence, tab_heads, tab_run = st.tabs(["One sentence", "Head knock-out", "The whole run"])
 
 with tab_run:  # first: a sentence the model cannot read stops the page below, not this report
-    views.what_it_means()
-    st.divider()
     if not run.validation[0]:
         st.info("This run kept no validation sentences to report on: pick a run trained in this app.")
     else:
@@ -40,6 +38,8 @@ with tab_run:  # first: a sentence the model cannot read stops the page below, n
                        "600 sentences, more on a busy machine. The server keeps the result, so a second look is instant.")
         else:
             views.report_views(report, views.map_names(run))
+    st.divider()
+    views.what_it_means()
 
 with tab_sentence:
     text = st.text_input("Your sentence", **kept("faith_text", EXAMPLES[0]), max_chars=500)

@@ -93,20 +93,22 @@ def knocked_out_grid(attention: np.ndarray, tokens: Sequence[str], off: Sequence
         text = f"{where} · {'avg' if head == n_heads else f'H{head + 1}'}"
         annotation.text = f"<b>{text} · OFF</b>" if (layer, head) in off else text
         if (layer, head) in off:
-            annotation.font = {"color": "#d62728"}
+            annotation.font.color = "#d62728"  # (its size stays the subplot titles')
     return fig
 
 
 def head_accuracy(accuracy: Sequence[Sequence[float]], baseline: float, names: Sequence[str]) -> go.Figure:
-    """Layer × head: the accuracy with that head alone knocked out (text: the change from ``baseline``)."""
+    """Layer × head: the accuracy with that head alone knocked out, coloured by its change from
+    ``baseline`` (red: worse without it, blue: better, white: the model does not need it)."""
     a = np.asarray(accuracy, dtype=float)
-    drop = a - baseline
+    change = a - baseline
+    lim = max(float(np.abs(change).max()), 0.01)
     fig = go.Figure(go.Heatmap(
-        z=a, x=[f"head {h + 1}" for h in range(a.shape[1])], y=list(names), customdata=drop,
-        colorscale="Reds_r", zmax=baseline, zmin=min(float(a.min()), baseline - 0.05),
-        text=[[f"{v:.1%}<br>({d:+.1%})" for v, d in zip(row, drow, strict=True)] for row, drow in zip(a, drop, strict=True)],
-        texttemplate="%{text}", colorbar={"title": "accuracy", "tickformat": ".0%", "thickness": 12},
-        hovertemplate="%{y}, %{x} off: accuracy %{z:.2%} (%{customdata:+.2%})<extra></extra>",
+        z=change, x=[f"head {h + 1}" for h in range(a.shape[1])], y=list(names), customdata=a,
+        colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim,
+        text=[[f"{v:.1%}<br>({d:+.1%})" for v, d in zip(row, drow, strict=True)] for row, drow in zip(a, change, strict=True)],
+        texttemplate="%{text}", colorbar={"title": "change in<br>accuracy", "tickformat": "+.0%", "thickness": 12},
+        hovertemplate="%{y}, %{x} off: accuracy %{customdata:.2%} (%{z:+.2%})<extra></extra>",
     ))
     fig.update_layout(template=TEMPLATE, height=120 + 60 * a.shape[0], margin={"l": 10, "r": 10, "t": 10, "b": 10},
                       yaxis={"autorange": "reversed"}, xaxis={"side": "top"})
@@ -152,6 +154,6 @@ def tvd_histogram(edges: Sequence[float], counts: Sequence[float]) -> go.Figure:
                            customdata=np.stack([e[:-1], e[1:]], axis=1),
                            hovertemplate="TVD %{customdata[0]:.3f}–%{customdata[1]:.3f}: %{y} sentences<extra></extra>"))
     fig.update_layout(template=TEMPLATE, height=300, margin={"l": 10, "r": 10, "t": 10, "b": 10}, bargap=0.05,
-                      xaxis={"title": "total variation distance between the outputs (0: unchanged, 1: opposite)"},
+                      xaxis={"title": "total variation distance between the outputs (0: unchanged, 1: nothing in common)"},
                       yaxis={"title": "sentences"})
     return fig

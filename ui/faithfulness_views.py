@@ -95,7 +95,8 @@ def curves_and_eraser(lab: SentenceLab) -> None:
     st.subheader("Does the model depend on those words? Erase them")
     st.caption("Remove each method's top k words (left), or keep only them (right), and watch the probability of "
                f"**{lab.label}**. A faithful ranking makes the left curve fall and the right one rise faster than the "
-               "random order (dashed).")
+               "random order (dashed). Methods that rank the words alike draw the same line: click a name in the legend "
+               "to hide it.")
     st.plotly_chart(figs.erasure_curves(lab.deletion, lab.insertion, lab.titles, lab.label), key="faith_curves")
     st.dataframe(eraser_table(lab.comprehensiveness, lab.sufficiency, lab.titles))
 
@@ -223,7 +224,7 @@ def report_views(report: RunReport, names: list[str]) -> None:
     st.caption("The last layer's attention weights (the pooling attention's, if the model has one) are shuffled over "
                "the words, and the output distribution compared with the original (per sentence: the median over 20 "
                "shuffles). Near 0: the prediction did not care where that attention looked."
-               + (f" Median over the sentences: {np.median(tvd):.3f}; {np.mean(tvd < 0.01):.0%} move less than 0.01."
+               + (f" Median over the sentences: {np.median(tvd):.2g}; {np.mean(tvd < 0.01):.0%} move less than 0.01."
                   if tvd.size else ""))
     st.plotly_chart(figs.tvd_histogram(report.tvd_histogram["edges"], report.tvd_histogram["counts"]),
                     key="faith_report_tvd")
