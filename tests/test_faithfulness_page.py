@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -137,3 +138,43 @@ def test_run_report_shows_its_tables_and_a_second_look_is_instant(bundled, monke
     again.run()
     assert not again.exception
     assert tables(again, HEADS)[0].equals(heads)
+
+
+@pytest.fixture()
+def pooled(bundled, runs_dir):
+    """The bundled run with a pooling attention (its layers trained, the pooling query new), saved as "pooled"."""
+    import torch
+
+    from attention_core import save_run
+    from attention_core.model import AttentionClassifier
+
+    torch.manual_seed(0)
+    cfg = replace(bundled.model_config, pooling="attention")
+    model = AttentionClassifier(cfg).eval()
+    model.load_state_dict(bundled.model.state_dict(), strict=False)
+    run = replace(bundled, model=model, model_config=cfg, name="pooled")
+    save_run(run, runs_dir / "pooled")
+    return run
+
+
+def test_a_pooling_attention_is_a_method_and_its_heads_can_be_knocked_out(pooled):
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state["active_run"] = "pooled"
+    at.run()
+    assert not at.exception and not at.error
+    assert "Pooling attention" in chart(at, "faith_scores")["data"][0]["y"]
+    heads = at.multiselect(key="faith_heads")
+    assert heads.options[-4:] == ["3.1", "3.2", "3.3", "3.4"]  # layer 3: the pooling query's heads
+    heads.set_value(["3.1", "3.2", "3.3", "3.4"]).run()
+    assert not at.exception
+    text = " ".join(SENTENCE)
+    off = [(2, h) for h in range(4)]
+    expected = pooled.predict(text, edit_attention=knock_out(off, pooled.model_config, "zero")).probabilities
+    assert bars(at, "faith_ko_probs") == pytest.approx(expected, abs=1e-9)
+    titles = [a["text"] for a in chart(at, "faith_ko_grid")["layout"]["annotations"]]
+    assert "<b>pooling · H1 · OFF</b>" in titles and "layer 2 · H1" in titles
+
+    at.selectbox(key="faith_run").set_value(at.selectbox(key="faith_run").options[0]).run()  # the bundled 2-layer run
+    assert not at.exception and not at.error
+    assert at.multiselect(key="faith_heads").value == []  # its heads 3.x do not exist there: none kept, no error
+    assert bars(at, "faith_ko_probs") == pytest.approx(bars(at, "faith_plain_probs"), abs=1e-12)
