@@ -178,3 +178,17 @@ def test_a_pooling_attention_is_a_method_and_its_heads_can_be_knocked_out(pooled
     assert not at.exception and not at.error
     assert at.multiselect(key="faith_heads").value == []  # its heads 3.x do not exist there: none kept, no error
     assert bars(at, "faith_ko_probs") == pytest.approx(bars(at, "faith_plain_probs"), abs=1e-12)
+
+
+def test_a_report_over_sentences_the_run_cannot_read_is_an_error_not_an_exception(bundled, runs_dir):
+    from attention_core import save_run
+
+    save_run(replace(bundled, validation=(("xqzzy qqqzz", "zzqx"), (0, 1)), name="unreadable"), runs_dir / "unreadable")
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state["active_run"] = "unreadable"
+    at.run()
+    assert not at.exception and not at.error  # the sentence box holds a readable sentence
+    at.button(key="faith_report_run").click().run()
+    assert not at.exception
+    assert len(at.error) == 1 and "no sentence has a word the run knows" in at.error[0].value
+    assert not [c for c in at.get("plotly_chart") if "faith_report" in c.proto.id]

@@ -167,8 +167,9 @@ def cached_report(path: Path, mode: str, n: int, seed: int = 0) -> RunReport | N
         return store.get((run_stamp(path), mode, n, seed))
 
 
-def make_report(run: Run, path: Path, mode: str, n: int, seed: int = 0) -> RunReport:
-    """:func:`run_report` over the first ``n`` validation sentences, with a progress bar, kept by the server."""
+def make_report(run: Run, path: Path, mode: str, n: int, seed: int = 0) -> RunReport | None:
+    """:func:`run_report` over the first ``n`` validation sentences, with a progress bar, kept by the
+    server; None, with the error shown, if those sentences cannot be scored."""
     texts, labels = run.validation
     bar = st.progress(0.0, text="Starting…")
 
@@ -176,9 +177,14 @@ def make_report(run: Run, path: Path, mode: str, n: int, seed: int = 0) -> RunRe
         what = "knock-out passes over the sentences" if p.stage == "heads" else "sentences scored by every method"
         bar.progress(p.done / p.total, text=f"{p.done} of {p.total} {what}")
 
-    report = run_report(run.model, run.encoder, run.label_names, texts[:n], labels[:n], knock_out_mode=mode, seed=seed,
-                        on_progress=on_progress)
-    bar.empty()
+    try:
+        report = run_report(run.model, run.encoder, run.label_names, texts[:n], labels[:n], knock_out_mode=mode,
+                            seed=seed, on_progress=on_progress)
+    except InputError as err:
+        st.error(f"The report cannot be made: {err}")
+        return None
+    finally:
+        bar.empty()
     store, lock = _reports()
     with lock:
         store[(run_stamp(path), mode, n, seed)] = report
