@@ -192,3 +192,35 @@ def test_a_report_over_sentences_the_run_cannot_read_is_an_error_not_an_exceptio
     assert not at.exception
     assert len(at.error) == 1 and "no sentence has a word the run knows" in at.error[0].value
     assert not [c for c in at.get("plotly_chart") if "faith_report" in c.proto.id]
+
+
+def test_the_report_moves_a_progress_bar_through_both_stages(monkeypatch):
+    import streamlit as st
+
+    from ui import faithfulness_views
+
+    faithfulness_views._reports.clear()
+    shown: list[tuple[float, str]] = []
+    real = st.progress
+
+    class Spy:
+        def __init__(self, bar):
+            self.bar = bar
+
+        def progress(self, value, text=None):
+            shown.append((value, text))
+            return self.bar.progress(value, text=text)
+
+        def empty(self):
+            return self.bar.empty()
+
+    monkeypatch.setattr(st, "progress", lambda value, text=None: Spy(real(value, text=text)))
+    at = page()
+    at.number_input(key="faith_report_n").set_value(3)
+    at.button(key="faith_report_run").click().run()
+    assert not at.exception and not at.error
+    passes = 2 * 8 + 1  # every head on, each of the 8 alone, then the pruning steps
+    assert shown[0] == (1 / passes, f"1 of {passes} knock-out passes over the sentences")
+    assert (1.0, f"{passes} of {passes} knock-out passes over the sentences") in shown
+    assert shown[-1] == (1.0, "3 of 3 sentences scored by every method")
+    assert not at.get("progress")  # gone once the report is shown
