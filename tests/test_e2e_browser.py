@@ -194,7 +194,8 @@ def test_home_on_a_cold_server_opened_twice_at_once_shows_no_traceback(tmp_path)
                 second.close()
 
 
-PAGES = ["Train", "Inspect", "Self_attention", "Cross_attention_and_masks", "Backpropagation", "Seed_experiment"]
+PAGES = ["Train", "Inspect", "Self_attention", "Cross_attention_and_masks", "Backpropagation", "Seed_experiment",
+         "Faithfulness"]
 
 
 @pytest.mark.parametrize("name", ["", *PAGES])

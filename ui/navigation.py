@@ -28,6 +28,7 @@ PAGE_FILES = (
     PageFile("pages/4_Cross_attention_and_masks.py", "Cross attention and masks", "Cross_attention_and_masks"),
     PageFile("pages/5_Backpropagation.py", "Backpropagation", "Backpropagation"),
     PageFile("pages/6_Seed_experiment.py", "Seed experiment", "Seed_experiment"),
+    PageFile("pages/7_Faithfulness.py", "Faithfulness", "Faithfulness"),
 )
 
 

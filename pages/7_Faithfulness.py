@@ -1,0 +1,54 @@
+"""Faithfulness: is attention an explanation? Every method's word importance tested by erasing words,
+head knock-out, and the same over the run's validation set."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import faithfulness_views as views
+from ui.common import EXAMPLES, active_run_picker, kept, page_setup
+from ui.inspect_views import run_caption
+
+page_setup("Faithfulness", "⚖️")
+st.title("Is attention an explanation?")
+st.caption(
+    "Attention shows where the model looked. Here you test whether that is why it decided: score every word with "
+    "seven methods, erase the words each one ranks highest, switch heads off, and do the same over a whole run."
+)
+
+with st.sidebar:
+    picked = active_run_picker("faith_run")
+if picked is None:
+    st.stop()
+path, run = picked
+st.sidebar.caption(run_caption(run))
+
+tab_sentence, tab_heads, tab_run = st.tabs(["One sentence", "Head knock-out", "The whole run"])
+
+with tab_run:  # first: a sentence the model cannot read stops the page below, not this report
+    if not run.validation[0]:
+        st.info("This run kept no validation sentences to report on: pick a run trained in this app.")
+    else:
+        mode, n, clicked = views.report_controls(run)
+        report = views.cached_report(path, mode, n)
+        if report is None and clicked:
+            report = views.make_report(run, path, mode, n)
+        if report is None:
+            st.caption("Switches every head off in turn, then scores every method on each sentence: about a minute for "
+                       "600 sentences, more on a busy machine. The server keeps the result, so a second look is instant.")
+        else:
+            views.report_views(report, views.map_names(run))
+    st.divider()
+    views.what_it_means()
+
+with tab_sentence:
+    text = st.text_input("Your sentence", **kept("faith_text", EXAMPLES[0]), max_chars=500)
+    lab = views.lab(run, path, text)
+    views.prediction_line(lab)
+    views.token_importance(lab)
+    views.agreement(lab)
+    views.curves_and_eraser(lab)
+
+with tab_heads:
+    st.caption(f"The sentence of the first tab: *{text}*")
+    views.knock_out_lab(run, text)
