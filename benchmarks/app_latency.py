@@ -19,7 +19,9 @@ Measured in one run, against a real ``streamlit run app.py`` driven by headless 
    default thread count (chosen while training) and ``--threads 2`` are printed beside it, and
    the page with its tab closed right after Start (what the page's plumbing costs without a
    browser beside it);
-5. four sessions — four browser sessions open the Train page, then start training within a
+5. head knock-out — on the Faithfulness page, one more head switched off in its picker until
+   every map has been redrawn with it off (six heads, one after another; median);
+6. four sessions — four browser sessions open the Train page, then start training within a
    few seconds of each other (the server allows four trainings at once for this part,
    ``ATTENTION_PLAYGROUND_MAX_TRAININGS=4``, so all four train and are watched together): all
    must finish with their own saved run, while the health endpoint is polled every 0.25 s
@@ -31,7 +33,7 @@ Measured in one run, against a real ``streamlit run app.py`` driven by headless 
 The browser runs without root's right to raise its own threads' priority (see
 ``tests.browser.chromium_executable``), as a learner's browser would.
 
-Goals (issues 3 and 14): first heatmap ≤ 5 s; sentence → heatmap ≤ 300 ms; ≥ 2 updates/s while
+Goals (issues 3 and 14): first heatmap ≤ 5 s; sentence → heatmap ≤ 300 ms; knock-out redraw ≤ 300 ms (issue 16); ≥ 2 updates/s while
 training; UI at most 15 % slower than the CLI at the same thread count; four sessions all
 finish, health p95 < 50 ms and max < 250 ms in each of the runs.
 Run: ``python benchmarks/app_latency.py`` (≈ 8–9 min); prints a table and a last JSON line.
@@ -111,6 +113,31 @@ def type_sentences(page, rounds) -> list[float]:
         box.press("Enter")
         main.locator("g.ytick text", has_text=word).first.wait_for()
         main.locator("g.ytick text", has_text=str(i)).first.wait_for()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+OFF_TITLES = ("() => [...document.querySelectorAll('[data-testid=stMain] .annotation-text')]"
+              ".filter(t => t.textContent.includes('OFF')).length")
+
+
+def knock_out_redraws(page, url: str, heads: tuple[str, ...] = ("1.1", "2.3", "1.4", "2.1", "1.2", "2.4")) -> list[float]:
+    """The Faithfulness page's head knock-out: seconds from clicking one more head in its picker until
+    every map of the model has been redrawn with it off (the grid's titles mark each head off)."""
+    page.goto(f"{url}/Faithfulness")
+    main = page.get_by_test_id("stMain")
+    main.get_by_role("tab", name="Head knock-out").click()
+    box = main.get_by_role("combobox", name="Heads to switch off (layer.head)")
+    main.get_by_text("No head off").wait_for()
+    times = []
+    for k, head in enumerate(heads, 1):
+        if box.get_attribute("aria-expanded") != "true":
+            box.click()
+        option = page.get_by_role("option", name=head, exact=True)
+        option.wait_for()
+        t0 = time.perf_counter()
+        option.click()
+        page.wait_for_function(f"() => ({OFF_TITLES})() === {k}", polling=10)
         times.append(time.perf_counter() - t0)
     return times
 
@@ -315,6 +342,9 @@ def main() -> None:
             lat = sentence_latency(page, url)
             results["sentence_to_heatmap_ms_median"] = round(statistics.median(lat) * 1000, 1)
             results["sentence_to_heatmap_ms_max"] = round(max(lat) * 1000, 1)
+            knock = knock_out_redraws(page, url)
+            results["knock_out_redraw_ms"] = [round(t * 1000) for t in knock]
+            results["knock_out_redraw_ms_median"] = round(statistics.median(knock) * 1000, 1)
 
             start_training(page, url, EPOCHS)
             cpu0, t0 = cpu_seconds_by_role(), time.perf_counter()
@@ -374,6 +404,8 @@ def main() -> None:
         ("first heatmap after `streamlit run`", results["cold_start_median_s"], "≤ 5 s", results["cold_start_median_s"] <= 5),
         ("sentence → heatmap (median)", results["sentence_to_heatmap_ms_median"], "≤ 300 ms",
          results["sentence_to_heatmap_ms_median"] <= 300),
+        ("head knock-out → every map redrawn (median)", results["knock_out_redraw_ms_median"], "≤ 300 ms",
+         results["knock_out_redraw_ms_median"] <= 300),
         ("chart updates per second while training", results["updates_per_second_while_training"], "≥ 2",
          results["updates_per_second_while_training"] >= 2),
         (f"UI slowdown vs CLI, both on {JOB_THREADS or 'auto'} thread(s)", results["ui_slowdown_vs_cli_same_threads"],
