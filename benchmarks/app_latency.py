@@ -146,7 +146,7 @@ def open_train_page(page, url: str, epochs: int) -> None:
     page.goto(f"{url}/Train")
     main = page.get_by_test_id("stMain")
     main.get_by_text("uci_sentiment_sentences.csv: utf-8").wait_for()
-    box = main.get_by_label("Epochs")
+    box = main.get_by_label("Epochs", exact=True)
     box.fill(str(epochs))
     box.press("Tab")
 

@@ -130,7 +130,7 @@ def upload_csv(page, csv_path: Path, epochs: int) -> None:
     main.get_by_text("CSV with a text column").wait_for()
     page.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(csv_path))
     main.get_by_text(f"{csv_path.name}: utf-8").wait_for()
-    box = main.get_by_label("Epochs")
+    box = main.get_by_label("Epochs", exact=True)
     box.fill(str(epochs))
     box.press("Tab")
 

@@ -70,7 +70,7 @@ def test_train_upload_start_watch_finish_then_inspect(server):
         main.get_by_text("CSV with a text column").wait_for()  # the uploader is there after the rerun
         page.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(ROOT / "data" / "small.csv"))
         main.get_by_text("small.csv: utf-8").wait_for()  # the report is about the upload now
-        epochs = main.get_by_label("Epochs")
+        epochs = main.get_by_label("Epochs", exact=True)
         epochs.fill("400")
         epochs.press("Tab")
         main.get_by_role("button", name="Start training").click()
@@ -93,7 +93,7 @@ def test_train_upload_start_watch_finish_then_inspect(server):
         main.get_by_text("Prediction:").wait_for()
         nav.get_by_role("link", name="Train").click()
         main.get_by_text("small.csv: utf-8").wait_for()  # back on Train: still the uploaded data, not the default
-        assert main.get_by_label("Epochs").input_value() == "400"  # and the settings being trained with
+        assert main.get_by_label("Epochs", exact=True).input_value() == "400"  # and the settings being trained with
         main.get_by_text(re.compile(r"epoch \d+/400")).first.wait_for()
         # Paused, and left for longer than a job waits for its page: the other pages keep it alive,
         # show it in the sidebar and link back to it.
@@ -229,7 +229,7 @@ def test_stopping_the_server_mid_training_keeps_the_run(tmp_path):
         nav.get_by_role("link", name="Home").wait_for(timeout=20_000)
         assert not nav.get_by_role("link", name="app").count()
         assert page.url.endswith("/Train") and not page.get_by_role("dialog").count()  # no "page not found"
-        box = main.get_by_label("Epochs")
+        box = main.get_by_label("Epochs", exact=True)
         box.fill("500")
         box.press("Tab")
         main.get_by_role("button", name="Start training").click()

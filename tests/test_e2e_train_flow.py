@@ -41,7 +41,7 @@ def test_train_stop_midway_results_runs_list_rename_open_on_home(tmp_path):
         main = page.get_by_test_id("stMain")
         main.get_by_text("small.csv (the seed").click()
         main.get_by_text("small.csv: utf-8").wait_for()
-        epochs = main.get_by_label("Epochs")
+        epochs = main.get_by_label("Epochs", exact=True)
         epochs.fill(str(EPOCHS))
         epochs.press("Tab")
         main.get_by_role("button", name="Start training").click()
