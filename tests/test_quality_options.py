@@ -1,9 +1,11 @@
 """The model and training options of issue 15: attention pooling, embedding / word dropout, label smoothing,
-the learning-rate schedule and early stopping — shapes, masks, determinism, save → load, validation."""
+the learning-rate schedule, early stopping, class-aware sampling and the kept epoch by macro-F1 — shapes, masks,
+determinism, save → load, validation."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections import Counter
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -11,8 +13,9 @@ import torch
 
 from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, load_run, save_run
 from attention_core.errors import ConfigError
+from attention_core.metrics import classification_metrics
 from attention_core.model import AttentionClassifier
-from attention_core.training import lr_factor
+from attention_core.training import EpochRecord, History, epoch_rows, lr_factor, resolved_sampling
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"vocab_size": 12, "embedding_dim": 8, "n_layers": 2, "n_heads": 2, "d_model": 8, "d_ff": 16, "max_len": 16}
@@ -21,7 +24,7 @@ NEG = ["a terrible movie", "i hate it", "awful and boring", "the worst food ever
 NEW_OPTIONS = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32, dropout=0.1, pooling="attention",
                           embedding_dropout=0.1, word_dropout=0.1)
 NEW_TRAINING = {"label_smoothing": 0.1, "lr_schedule": "cosine", "warmup": 0.1, "patience": 2, "embedding_lr": 0.5,
-                "average_epochs": 1.0}
+                "average_epochs": 1.0, "sampling": "sqrt", "keep_by": "macro_f1"}
 
 
 def small_model(**overrides: object) -> AttentionClassifier:
@@ -104,7 +107,8 @@ def test_bad_model_options_name_the_value(bad: dict) -> None:
 @pytest.mark.parametrize(
     "bad",
     [{"label_smoothing": 0.5}, {"label_smoothing": -0.1}, {"lr_schedule": "step"}, {"warmup": 1.0}, {"warmup": -0.2},
-     {"patience": 0}, {"embedding_lr": 0.0}, {"embedding_lr": 11.0}, {"average_epochs": -1.0}],
+     {"patience": 0}, {"embedding_lr": 0.0}, {"embedding_lr": 11.0}, {"average_epochs": -1.0},
+     {"sampling": "oversample"}, {"keep_by": "accuracy"}],
 )
 def test_bad_training_options_name_the_value(bad: dict) -> None:
     with pytest.raises(ConfigError, match=repr(next(iter(bad.values())))) as info:
@@ -204,3 +208,97 @@ def test_bundled_runs_made_before_the_new_options_still_load(name):
     assert run.train_config.patience is None and run.train_config.lr_schedule == "constant"
     p = run.predict("what a great film")
     assert len(p.attention) == run.model_config.n_layers
+
+
+def test_epoch_rows_shuffle_is_a_permutation_and_same_generator_same_rows() -> None:
+    labels = [0] * 30 + [1] * 7 + [2] * 3
+    rows = epoch_rows(labels, "shuffle", torch.Generator().manual_seed(0))
+    assert sorted(rows) == list(range(40)) and rows != list(range(40))
+    for how in ("shuffle", "sqrt", "balanced"):
+        a = epoch_rows(labels, how, torch.Generator().manual_seed(5))
+        assert a == epoch_rows(labels, how, torch.Generator().manual_seed(5))
+        assert a != epoch_rows(labels, how, torch.Generator().manual_seed(6))
+
+
+@pytest.mark.parametrize("how", ["balanced", "sqrt"])
+def test_epoch_rows_give_each_class_its_share_common_ones_subsampled_rare_ones_repeated(how) -> None:
+    labels = [0] * 30 + [1] * 7 + [2] * 3
+    rows = epoch_rows(labels, how, torch.Generator().manual_seed(0))
+    per_class = Counter(labels[r] for r in rows)
+    assert len(rows) == 40 and sum(per_class.values()) == 40
+    shares = {"balanced": [1.0, 1.0, 1.0], "sqrt": [30**0.5, 7**0.5, 3**0.5]}[how]
+    exact = [40 * s / sum(shares) for s in shares]
+    assert all(abs(per_class[c] - exact[c]) < 1 for c in range(3))  # largest-remainder rounding of each share
+    common = [r for r in rows if labels[r] == 0]
+    assert len(set(common)) == len(common) < 30  # the common class: subsampled, never a row twice
+    rare = Counter(r for r in rows if labels[r] == 2)
+    assert set(rare) == {37, 38, 39} and max(rare.values()) - min(rare.values()) <= 1  # whole passes first
+    assert sum(rare.values()) > 3  # shown more often than once an epoch
+
+
+def test_balanced_sampling_shows_the_rare_class_as_often_as_the_common_one(emb):
+    texts = POS * 5 + NEG  # 30 positive rows, 6 negative
+    data = dataset_from_lists(texts, ["pos"] * 30 + ["neg"] * 6)
+
+    def seen(sampling: str) -> Counter:
+        trainer = Trainer(NEW_OPTIONS, TrainConfig(epochs=2, batch_size=4, val_fraction=0.0, sampling=sampling), data, emb)
+        make_step, counts = trainer._make_step, Counter()
+
+        def counting(weight):
+            step = make_step(weight)
+
+            def call(rows):
+                counts.update(trainer.label_names[trainer._train[1][r]] for r in rows)
+                return step(rows)
+
+            call.end_epoch, call.weights_finite = step.end_epoch, step.weights_finite
+            return call
+
+        trainer._make_step = counting
+        trainer.run()
+        return counts
+
+    assert seen("shuffle") == Counter(pos=60, neg=12)
+    assert seen("balanced") == Counter(pos=36, neg=36)  # each epoch: 18 of each, the 6 negative rows 3 times
+    assert seen("auto") == Counter(pos=36, neg=36)  # 6 of 36 rows is under half of an equal split's 18
+
+
+def test_auto_sampling_balances_only_a_strong_skew() -> None:
+    k6 = [0] * 100 + [1] * 100 + [2] * 100 + [3] * 80 + [4] * 80 + [5] * 8  # TREC-like: 8 < ½ · 468 / 6
+    assert resolved_sampling(k6, "auto") == "balanced"
+    assert resolved_sampling([0] * 64 + [1] * 36, "auto") == "shuffle"  # CR-like: 36 ≥ ½ · 100 / 2
+    assert resolved_sampling([0] * 76 + [1] * 24, "auto") == "balanced"
+    assert resolved_sampling([0] * 5, "auto") == "shuffle"
+    assert resolved_sampling([0] * 90 + [1] * 10, "sqrt") == "sqrt"  # only auto is decided from the data
+    g = torch.Generator
+    assert epoch_rows(k6, "auto", g().manual_seed(1)) == epoch_rows(k6, "balanced", g().manual_seed(1))
+
+
+def test_keep_by_macro_f1_keeps_the_epoch_with_the_best_validation_macro_f1(ds, emb):
+    def history(keep_by: str):
+        tc = TrainConfig(epochs=8, batch_size=4, lr=0.02, val_fraction=0.34, keep_by=keep_by, patience=3, snapshots=0)
+        return Trainer(NEW_OPTIONS, tc, ds, emb).run().history
+
+    by_loss, by_f1 = history("loss"), history("macro_f1")
+    assert [e.val_loss for e in by_loss.epochs] == [e.val_loss for e in by_f1.epochs][: len(by_loss.epochs)]
+    assert all(e.val_macro_f1 is not None and 0.0 <= e.val_macro_f1 <= 1.0 for e in by_f1.epochs)
+    best = max(e.val_macro_f1 for e in by_f1.epochs)
+    kept = by_f1.epochs[by_f1.kept_epoch - 1]
+    assert kept.val_macro_f1 == best
+    ties = [e for e in by_f1.epochs if e.val_macro_f1 == best]
+    assert kept.val_loss == min(e.val_loss for e in ties)  # ties go to the lower loss
+    if by_f1.status == "finished" and len(by_f1.epochs) < 8:
+        assert "validation macro-F1 has not improved for 3 epochs" in by_f1.message
+
+
+def test_validation_macro_f1_is_recorded_and_older_histories_still_load(ds, emb):
+    tc = TrainConfig(epochs=3, batch_size=4, val_fraction=0.34, snapshots=0)
+    trainer = Trainer(NEW_OPTIONS, tc, ds, emb)
+    h = trainer.run().history
+    _, accuracy, preds = trainer.evaluate_encoded(*trainer._val)  # the kept weights
+    kept = h.epochs[h.kept_epoch - 1]
+    assert kept.val_accuracy == accuracy
+    assert kept.val_macro_f1 == classification_metrics(trainer._val[1], preds, trainer.label_names).macro_f1
+    old = asdict(EpochRecord(1, 0.5, 0.5, 0.4, 0.8, 1.0, 10.0))
+    del old["val_macro_f1"]
+    assert History.from_dict({"epochs": [old], "best_epoch": 1}).epochs[0].val_macro_f1 is None
