@@ -192,7 +192,13 @@ def watch_refresh(page, seconds: float = 8.0) -> tuple[float, float, int]:
 
 
 def wait_finished(page, timeout_ms: int = 300_000) -> None:
-    page.get_by_test_id("stMain").get_by_text(re.compile("Training (finished|stopped)")).wait_for(timeout=timeout_ms)
+    try:
+        page.get_by_test_id("stMain").get_by_text(re.compile("Training (finished|stopped)")).wait_for(timeout=timeout_ms)
+    except Exception:
+        shot = Path(tempfile.gettempdir()) / f"app_latency-not-finished-{time.time():.0f}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"the page never showed its training's end: {shot}", file=sys.stderr)
+        raise
 
 
 def history_rate(run_dir: Path) -> float:

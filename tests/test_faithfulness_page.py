@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core import load_run
 from attention_core.faithfulness import available_methods, knock_out, run_report
-from tests.apptest_helpers import array, chart
+from tests.apptest_helpers import array, chart, live_chart
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "7_Faithfulness.py")
@@ -30,8 +30,8 @@ def page() -> AppTest:
 
 
 def bars(at: AppTest, key: str) -> dict[str, float]:
-    """class → probability of a probability_bars chart."""
-    trace = chart(at, key)["data"][0]
+    """class → probability of a probability_bars chart (the knock-out's, updated in place)."""
+    trace = live_chart(at, key)["data"][0]
     return dict(zip(trace["y"], array(trace["x"]).tolist(), strict=True))
 
 
@@ -68,12 +68,12 @@ def test_no_knock_out_shows_the_plain_prediction(bundled):
     plain = bundled.predict(" ".join(SENTENCE)).probabilities
     assert bars(at, "faith_ko_probs") == pytest.approx(plain, abs=1e-9)
     assert bars(at, "faith_plain_probs") == pytest.approx(plain, abs=1e-9)
-    assert not any("OFF" in a["text"] for a in chart(at, "faith_ko_grid")["layout"]["annotations"])
+    assert not any("OFF" in a["text"] for a in live_chart(at, "faith_ko_grid")["layout"]["annotations"])
 
 
 def test_knocking_out_heads_changes_the_shown_probabilities_and_maps(bundled):
     at = page()
-    plain_grid = chart(at, "faith_ko_grid")
+    plain_grid = live_chart(at, "faith_ko_grid")
     at.multiselect(key="faith_heads").set_value(["1.1", "1.2", "1.3", "1.4"]).run()
     assert not at.exception and not at.error
     text = " ".join(SENTENCE)
@@ -82,7 +82,7 @@ def test_knocking_out_heads_changes_the_shown_probabilities_and_maps(bundled):
     shown = bars(at, "faith_ko_probs")
     assert shown == pytest.approx(expected, abs=1e-9)
     assert shown != pytest.approx(bars(at, "faith_plain_probs"), abs=1e-4)  # the change is visible
-    grid = chart(at, "faith_ko_grid")
+    grid = live_chart(at, "faith_ko_grid")
     off = [a["text"] for a in grid["layout"]["annotations"] if "OFF" in a["text"]]
     assert off == [f"<b>layer 1 · H{h} · OFF</b>" for h in range(1, 5)]
     layer2 = 5  # the first map of layer 2 (4 heads and the average per row)
@@ -92,7 +92,7 @@ def test_knocking_out_heads_changes_the_shown_probabilities_and_maps(bundled):
     at.radio(key="faith_mode").set_value("uniform").run()
     uniform = bundled.predict(text, edit_attention=knock_out(heads, bundled.model_config, "uniform")).probabilities
     assert bars(at, "faith_ko_probs") == pytest.approx(uniform, abs=1e-9)
-    assert np.allclose(array(chart(at, "faith_ko_grid")["data"][0]["z"]), 1 / len(SENTENCE))
+    assert np.allclose(array(live_chart(at, "faith_ko_grid")["data"][0]["z"]), 1 / len(SENTENCE))
 
 
 @pytest.mark.parametrize(("text", "says"), [("xqzzy qqqzz", "none of the words"), ("", "the sentence is empty")])
@@ -171,7 +171,7 @@ def test_a_pooling_attention_is_a_method_and_its_heads_can_be_knocked_out(pooled
     off = [(2, h) for h in range(4)]
     expected = pooled.predict(text, edit_attention=knock_out(off, pooled.model_config, "zero")).probabilities
     assert bars(at, "faith_ko_probs") == pytest.approx(expected, abs=1e-9)
-    titles = [a["text"] for a in chart(at, "faith_ko_grid")["layout"]["annotations"]]
+    titles = [a["text"] for a in live_chart(at, "faith_ko_grid")["layout"]["annotations"]]
     assert "<b>pooling · H1 · OFF</b>" in titles and "layer 2 · H1" in titles
 
     at.selectbox(key="faith_run").set_value(at.selectbox(key="faith_run").options[0]).run()  # the bundled 2-layer run

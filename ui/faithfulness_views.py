@@ -29,6 +29,7 @@ from attention_core.faithfulness import (
 from attention_core.runs import run_stamp
 from ui import faithfulness_figures as figs
 from ui import figures
+from ui.live_chart import live_plotly_chart
 from ui.state import kept
 
 MODES = {
@@ -120,7 +121,7 @@ def map_names(run: Run) -> list[str]:
 @st.fragment
 def knock_out_lab(run: Run, text: str) -> None:
     """Pick heads to switch off and a way to do it; the prediction and every map redraw at once
-    (a fragment: only this block reruns)."""
+    (a fragment: only this block reruns; its charts are updated in place, ``ui.live_chart``)."""
     cfg = run.model_config
     names = map_names(run)
     heads = [head_name(layer, h) for layer in range(cfg.n_attention_maps) for h in range(cfg.n_heads)]
@@ -136,16 +137,16 @@ def knock_out_lab(run: Run, text: str) -> None:
     a, b = st.columns(2, gap="large")
     with a:
         st.markdown(f"**All heads on**: {plain.label}")
-        st.plotly_chart(figures.probability_bars(plain.probabilities, predicted=plain.label), key="faith_plain_probs")
+        live_plotly_chart(figures.probability_bars(plain.probabilities, predicted=plain.label), key="faith_plain_probs")
     with b:
         title = f"**{', '.join(chosen)} off**" if off else "**No head off** (the same model)"
         flipped = " · :red[the prediction changed]" if edited.label != plain.label else ""
         st.markdown(f"{title}: {edited.label}{flipped}")
-        st.plotly_chart(figures.probability_bars(edited.probabilities, predicted=edited.label), key="faith_ko_probs")
+        live_plotly_chart(figures.probability_bars(edited.probabilities, predicted=edited.label), key="faith_ko_probs")
     change = max(abs(edited.probabilities[k] - plain.probabilities[k]) for k in plain.probabilities)
     st.caption(f"The largest change in a class's probability: {change:.1%}. Below, every map with those heads off: "
                "a head switched off in an early layer changes what the later layers see, so their maps move too.")
-    st.plotly_chart(figs.knocked_out_grid(np.asarray(edited.attention), edited.tokens, off, names), key="faith_ko_grid")
+    live_plotly_chart(figs.knocked_out_grid(np.asarray(edited.attention), edited.tokens, off, names), key="faith_ko_grid")
 
 
 # --- the whole run ------------------------------------------------------------------------------------
