@@ -6,7 +6,7 @@ import streamlit as st
 
 from attention_core.explain import SALIENCY_METHODS
 from ui import inspect_views as views
-from ui.common import EXAMPLES, active_run_picker, kept, page_setup
+from ui.common import EXAMPLES, kept, page_setup, sidebar_run
 
 page_setup("Inspect", "🔬")
 st.title(":material/biotech: Inspect a model")
@@ -15,12 +15,7 @@ st.caption(
     "which words the prediction depends on, how attention changed during training, and two cases side by side."
 )
 
-with st.sidebar:
-    picked = active_run_picker("inspect_run")
-if picked is None:
-    st.stop()
-path, run = picked
-st.sidebar.caption(views.run_caption(run))
+path, run = sidebar_run("inspect_run")
 
 # -- the sentence ---------------------------------------------------------------------------------
 val_texts, val_labels = run.validation

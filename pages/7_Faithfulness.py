@@ -6,8 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import faithfulness_views as views
-from ui.common import EXAMPLES, active_run_picker, kept, page_setup
-from ui.inspect_views import run_caption
+from ui.common import EXAMPLES, kept, page_setup, sidebar_run
 
 page_setup("Faithfulness", "⚖️")
 st.title("Is attention an explanation?")
@@ -16,12 +15,7 @@ st.caption(
     "seven methods, erase the words each one ranks highest, switch heads off, and do the same over a whole run."
 )
 
-with st.sidebar:
-    picked = active_run_picker("faith_run")
-if picked is None:
-    st.stop()
-path, run = picked
-st.sidebar.caption(run_caption(run))
+path, run = sidebar_run("faith_run")
 
 tab_sentence, tab_heads, tab_run = st.tabs(["One sentence", "Head knock-out", "The whole run"])
 

@@ -253,6 +253,25 @@ def active_run_picker(key: str, *, label: str = "Model") -> tuple[Path, Run] | N
         return None
 
 
+def run_caption(run: Run) -> str:
+    """The sidebar's line about the run: its name, size, positions and labels."""
+    cfg = run.model_config
+    size = f"{cfg.n_layers} layer{'s' * (cfg.n_layers != 1)} × {cfg.n_heads} head{'s' * (cfg.n_heads != 1)}"
+    return f"**{run.name}** · {size} · {cfg.positional} positions · labels: {', '.join(run.label_names)}"
+
+
+def sidebar_run(key: str) -> tuple[Path, Run]:
+    """The sidebar's model picker and its run's caption; the page stops (the picker shows why) when
+    the chosen run cannot be loaded."""
+    with st.sidebar:
+        picked = active_run_picker(key)
+    if picked is None:
+        st.stop()
+    path, run = picked
+    st.sidebar.caption(run_caption(run))
+    return path, run
+
+
 def page_setup(title: str, icon: str) -> None:
     """Every page's config. ``icon`` is an emoji: Streamlit fetches a ``:material/…:`` favicon from
     fonts.gstatic.com, and the app must not reach the internet."""

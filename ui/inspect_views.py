@@ -29,13 +29,6 @@ METHODS = {
 REPLAYS = ["This sentence", "A probe sentence"]
 
 
-def run_caption(run: Run) -> str:
-    """The sidebar's line about the run: its name, size, positions and labels."""
-    cfg = run.model_config
-    size = f"{cfg.n_layers} layer{'s' * (cfg.n_layers != 1)} × {cfg.n_heads} head{'s' * (cfg.n_heads != 1)}"
-    return f"**{run.name}** · {size} · {cfg.positional} positions · labels: {', '.join(run.label_names)}"
-
-
 def _cache() -> dict:
     """This session's explanations and time-lapses, keyed by the run's :func:`run_stamp` and the sentence."""
     return st.session_state.setdefault("inspect_explanations", {})
