@@ -114,7 +114,7 @@ def view_link(view: View, run_param: str | None) -> None:
     params = dict(view.params)
     if run_param is not None and view.page != "Train":  # Train's runs are named in its own parameter
         params["run"] = run_param
-    st.page_link(page.path, label=f"See why on {page.title}", icon="🔎", query_params=params)
+    st.page_link(page.path, label=f"See why on {page.title}", icon=":material/search:", query_params=params)
 
 
 def run_param(path: Path) -> str | None:
