@@ -139,34 +139,32 @@ def _shuffled(rng: np.random.Generator, answer: str, distractors: Sequence[str])
 def _attends_most(s: _Sentence, rng: np.random.Generator) -> list[Question]:
     """"In layer l, head h, which word does *q* attend to most?": the argmax of q's row."""
     tokens, cfg = s.tokens, s.run.model_config
-    distinct = list(dict.fromkeys(tokens))
-    if len(distinct) < 2:
+    words = list(dict.fromkeys(tokens))  # W distinct words; a word twice counts by its larger weight
+    if len(words) < 2:
         return []
     attention = s.out.attention[: cfg.n_layers].double().cpu().numpy()  # (L, H, T, T), without a pooling map
+    at = np.array([[t == w for t in tokens] for w in words])  # (W, T)
+    best = np.stack([attention[..., at[i]].max(-1) for i in range(len(words))], -1)  # (L, H, T, W)
+    top2 = np.sort(best, -1)[..., -2:]  # (L, H, T, 2)
+    clear = top2[..., 1] - top2[..., 0] >= MARGINS["attends_most"]  # (L, H, T)
     out = []
-    for layer in range(cfg.n_layers):
-        for head in range(cfg.n_heads):
-            for q, query in enumerate(tokens):
-                row = attention[layer, head, q]  # (T,)
-                best = {w: max(row[i] for i, t in enumerate(tokens) if t == w) for w in distinct}  # word → top weight
-                ranked = sorted(distinct, key=lambda w: -best[w])
-                answer, runner_up = ranked[0], ranked[1]
-                if best[answer] - best[runner_up] < MARGINS["attends_most"]:
-                    continue
-                repeated = tokens.count(query) > 1
-                which = f"{_word(query)} (word {q + 1})" if repeated else _word(query)
-                distractors = _distractors(rng, ranked[1:])
-                shown = ", ".join(f"{_word(w)} {best[w]:.2f}" for w in ranked[1:4])
-                out.append(Question(
-                    key=f"attends_most|{s.run.name}|{s.text}|{layer + 1}.{head + 1}|{q}",
-                    kind="attends_most",
-                    text=f"In layer {layer + 1}, head {head + 1}, which word does {which} attend to most?",
-                    options=_shuffled(rng, answer, distractors),
-                    answer=answer,
-                    explanation=(f"Row {which} of layer {layer + 1}, head {head + 1} gives {_word(answer)} "
-                                 f"{best[answer]:.2f} of its attention; next: {shown}."),
-                    view=s.view("Inspect", layer=layer + 1, head=head + 1, tab="model-view"),
-                ))
+    for layer, head, q in zip(*np.nonzero(clear), strict=True):
+        weight = dict(zip(words, best[layer, head, q].tolist(), strict=True))  # word → its weight in this row
+        ranked = sorted(words, key=lambda w: -weight[w])
+        answer, query = ranked[0], tokens[q]
+        which = f"{_word(query)} (word {q + 1})" if tokens.count(query) > 1 else _word(query)
+        options = _shuffled(rng, answer, _distractors(rng, ranked[1:]))
+        shown = ", ".join(f"{_word(w)} {weight[w]:.2f}" for w in ranked if w in options and w != answer)
+        out.append(Question(
+            key=f"attends_most|{s.run.name}|{s.text}|{layer + 1}.{head + 1}|{q}",
+            kind="attends_most",
+            text=f"In layer {layer + 1}, head {head + 1}, which word does {which} attend to most?",
+            options=options,
+            answer=answer,
+            explanation=(f"Row {which} of layer {layer + 1}, head {head + 1} gives {_word(answer)} "
+                         f"{weight[answer]:.2f} of its attention; the other choices: {shown}."),
+            view=s.view("Inspect", layer=layer + 1, head=head + 1, tab="model-view"),
+        ))
     return _order(rng, out)
 
 

@@ -10,9 +10,10 @@ from urllib.parse import parse_qs
 
 import numpy as np
 import pytest
+import torch
 
 import attention_core.quiz as quiz_module
-from attention_core import EpochRecord, History, load_run, save_run
+from attention_core import AttentionClassifier, EpochRecord, History, load_run, save_run
 from attention_core.errors import EmbeddingError
 from attention_core.faithfulness import knock_out, parse_heads
 from attention_core.quiz import EARLY_EPOCH, MARGINS, NO, PROBABILITY_RANGES, YES, Question, next_question, questions
@@ -184,3 +185,22 @@ def test_every_question_is_well_formed(quiz):
         page, query = q.view.url().split("?")
         assert q.explanation and page == q.view.page
         assert {k: v for k, (v,) in parse_qs(query).items()} == params(q)  # the address gives the values back
+
+
+def test_a_model_that_pools_by_attention_has_its_pooling_heads_knocked_out_but_no_layer_questions_on_it(bundled):
+    cfg = replace(bundled.model_config, pooling="attention")
+    torch.manual_seed(0)
+    model = AttentionClassifier(cfg)
+    model.load_state_dict(bundled.model.state_dict(), strict=False)  # the bundled layers, a random pooling query
+    run = replace(bundled, model=model.eval(), model_config=cfg)
+    qs = questions(run, SENTENCES[0], np.random.default_rng(0))
+    assert {q.kind for q in qs} >= {"attends_most", "knock_out", "remove_word"}
+    assert all(int(params(q)["layer"]) <= cfg.n_layers for q in qs if q.kind == "attends_most")
+    maps = cfg.n_attention_maps  # the layers, then the pooling query's heads
+    for q in (q for q in qs if q.kind == "knock_out"):
+        assert all(1 <= int(h.split(".")[0]) <= maps for h in q.options) and "pooling" in q.text
+        plain = run.predict(SENTENCES[0])
+        moved = {f"{lay + 1}.{h + 1}": abs(run.predict(SENTENCES[0], edit_attention=knock_out([(lay, h)], cfg))
+                                           .probabilities[plain.label] - plain.probabilities[plain.label])
+                 for lay in range(maps) for h in range(cfg.n_heads)}
+        assert max(moved, key=moved.get) == q.answer
