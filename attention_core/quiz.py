@@ -25,7 +25,7 @@ from urllib.parse import urlencode
 import numpy as np
 import torch
 
-from attention_core.errors import EmbeddingError
+from attention_core.errors import ConfigError, EmbeddingError
 from attention_core.faithfulness import head_name, knock_out
 from attention_core.runs import Run
 from attention_core.sentence import SentenceOutput
@@ -272,10 +272,14 @@ def _range_name(low: float, high: float) -> str:
 
 
 def _probability(s: _Sentence, rng: np.random.Generator) -> list[Question]:
-    """"What probability does the model give *label*?": one of four ranges."""
+    """"What probability does the model give *label*?": one of four ranges. With two labels, one of them
+    (the other's answer would follow from it)."""
     out = []
     names = [_range_name(*r) for r in PROBABILITY_RANGES]
-    for c, label in enumerate(s.run.label_names):
+    labels = list(enumerate(s.run.label_names))
+    if len(labels) == 2:
+        labels = [labels[int(rng.integers(2))]]
+    for c, label in labels:
         p = float(s.out.probabilities[c])
         if any(abs(p - low) < MARGINS["probability"] for low, _ in PROBABILITY_RANGES[1:]):
             continue
@@ -359,7 +363,7 @@ def questions(
     kinds = list(kinds)
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
-        raise ValueError(f"unknown question kinds {unknown}: choose from {KINDS}")
+        raise ConfigError(f"unknown question kind(s) {unknown}", f"choose from {', '.join(KINDS)}")
     s = _Sentence(run, text, run.forward(text))
     by_kind: dict[str, list[Question]] = {}
     for kind in kinds:

@@ -14,7 +14,7 @@ import torch
 
 import attention_core.quiz as quiz_module
 from attention_core import AttentionClassifier, EpochRecord, History, load_run, save_run
-from attention_core.errors import EmbeddingError
+from attention_core.errors import ConfigError, EmbeddingError
 from attention_core.faithfulness import knock_out, parse_heads
 from attention_core.quiz import EARLY_EPOCH, MARGINS, NO, PROBABILITY_RANGES, YES, Question, next_question, questions
 from attention_core.runs import read_history
@@ -204,3 +204,8 @@ def test_a_model_that_pools_by_attention_has_its_pooling_heads_knocked_out_but_n
                                            .probabilities[plain.label] - plain.probabilities[plain.label])
                  for lay in range(maps) for h in range(cfg.n_heads)}
         assert max(moved, key=moved.get) == q.answer
+
+
+def test_an_unknown_kind_of_question_is_a_clear_error(bundled):
+    with pytest.raises(ConfigError, match="unknown question kind.*choose from attends_most"):
+        questions(bundled, SENTENCES[0], np.random.default_rng(0), kinds=["attends_most", "riddle"])
