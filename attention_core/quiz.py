@@ -356,9 +356,9 @@ def questions(
     Raises ``EmbeddingError`` if ``text`` is empty or no word of it is known.
 
     Example:
-        >>> qs = questions(run, "the food was not good", np.random.default_rng(0))
-        >>> qs[0].text, qs[0].options, qs[0].answer  # doctest: +SKIP
-        ('In layer 2, head 3, which word does *not* attend to most?', ('good', 'was', 'the', 'food'), 'good')
+        >>> qs = questions(load_run("data/default_run"), "the food was not good", np.random.default_rng(0))
+        >>> [(q.text, q.options, q.answer) for q in qs if q.kind == "remove_word"][0]
+        ('The model says **negative**. Will removing *not* from the sentence flip the label?', ('Yes', 'No'), 'Yes')
     """
     kinds = list(kinds)
     unknown = [k for k in kinds if k not in KINDS]

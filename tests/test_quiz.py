@@ -3,6 +3,7 @@ here from Run.predict, the attention maps and a knock-out; no repeats; the same 
 
 from __future__ import annotations
 
+import doctest
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -209,3 +210,9 @@ def test_a_model_that_pools_by_attention_has_its_pooling_heads_knocked_out_but_n
 def test_an_unknown_kind_of_question_is_a_clear_error(bundled):
     with pytest.raises(ConfigError, match="unknown question kind.*choose from attends_most"):
         questions(bundled, SENTENCES[0], np.random.default_rng(0), kinds=["attends_most", "riddle"])
+
+
+def test_the_modules_examples_run(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    result = doctest.testmod(quiz_module, extraglobs={"load_run": load_run})
+    assert result.failed == 0 and result.attempted == 3  # View.url's, and questions' on the bundled model
