@@ -25,6 +25,8 @@ def server(tmp_path_factory):
 
 def test_answer_reveal_score_and_follow_the_link_to_the_view(server):
     with browser_page() as page:
+        outside = []  # the app runs offline: every request goes to its own server
+        page.on("request", lambda r: outside.append(r.url) if not r.url.startswith((server, "data:", "blob:")) else None)
         page.goto(f"{server}/Check_yourself")
         main = page.get_by_test_id("stMain")
         main.get_by_text("Question 1.").wait_for(timeout=120_000)
@@ -50,3 +52,5 @@ def test_answer_reveal_score_and_follow_the_link_to_the_view(server):
         main.get_by_role("button", name="Next question").wait_for()
         main.get_by_role("button", name="Next question").click()
         main.get_by_text("Question 2.").wait_for()
+        page.wait_for_load_state("networkidle")
+        assert not outside, outside
