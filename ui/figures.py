@@ -53,6 +53,13 @@ def themed(make: Callable[P, go.Figure]) -> Callable[P, go.Figure]:
 
     return build
 
+# Projector mode (ui/projector.py): every chart drawn for a room.
+PROJECTOR_FONT = 18  # px: chart text, hover labels and heatmap numbers at least this size (plotly's default is 12)
+PROJECTOR_MIN_FONT = 15  # px: the smallest text of a chart that sets its own small sizes (a grid's tick labels)
+PROJECTOR_SCALE = 1.5  # a size a figure sets itself (a tick font, a colour bar), and line widths
+PROJECTOR_HEIGHT = 1.35  # taller charts: larger heatmap cells for the larger text
+PROJECTOR_INK = "#111111"  # text and axis lines, near black on white
+
 
 def _dedupe(tokens: Sequence[str]) -> list[str]:
     """Plotly merges equal category labels: make repeated tokens unique ("the", "the ²")."""
@@ -627,3 +634,59 @@ def compact_attention_heatmap(weights: np.ndarray, tokens: Sequence[str], *, sho
                       margin={"l": 10, "r": 10, "t": 10, "b": 10},
                       xaxis={"side": "top", "tickangle": -45}, yaxis={"autorange": "reversed"})
     return fig
+
+
+# --- Projector mode ------------------------------------------------------------------------------------
+
+
+def _projector_sizes(node: object, parent: str = "") -> None:
+    """Scale, in place, the sizes a figure's JSON sets itself: fonts, line widths, marker sizes, colour bars."""
+    if isinstance(node, list):
+        for item in node:
+            _projector_sizes(item, parent)
+        return
+    if not isinstance(node, dict):
+        return
+    for key, value in node.items():
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if number and key == "size" and parent.endswith("font"):
+            node[key] = max(value * PROJECTOR_SCALE, PROJECTOR_MIN_FONT)
+        elif number and key == "size" and parent == "marker":
+            node[key] = value * PROJECTOR_SCALE
+        elif number and key == "width" and parent == "line":
+            node[key] = value * 2
+        elif number and key == "thickness" and parent == "colorbar":
+            node[key] = value * PROJECTOR_SCALE
+        else:
+            _projector_sizes(value, key)
+
+
+def for_projector(fig: go.Figure) -> go.Figure:
+    """A copy of ``fig`` for a projector: text at least ``PROJECTOR_FONT`` px (sizes the figure sets
+    itself ×1.5), hover labels as large, lines twice as thick, markers and colour bars larger, the
+    chart ``PROJECTOR_HEIGHT`` times taller (larger heatmap cells), near-black text and axes, darker
+    grid lines. ``fig`` is left as it is (figures are cached and shared)."""
+    spec = fig.to_plotly_json()  # a deep copy
+    _projector_sizes(spec)
+    layout = spec.setdefault("layout", {})
+    font = layout.setdefault("font", {})
+    font["size"] = max(font.get("size", 0), PROJECTOR_FONT)
+    font["color"] = PROJECTOR_INK
+    hover = layout.setdefault("hoverlabel", {}).setdefault("font", {})
+    hover["size"] = max(hover.get("size", 0), PROJECTOR_FONT)
+    if isinstance(layout.get("height"), (int, float)):
+        layout["height"] = round(layout["height"] * PROJECTOR_HEIGHT)
+    margin = layout.get("margin") or {}
+    for side in ("t", "b", "l"):
+        if isinstance(margin.get(side), (int, float)):
+            margin[side] = round(margin[side] * PROJECTOR_HEIGHT)
+    for name in [k for k in layout if k.startswith(("xaxis", "yaxis"))] or ["xaxis", "yaxis"]:
+        axis = layout.setdefault(name, {})
+        axis.setdefault("gridcolor", "#c4c4c4")
+        axis.setdefault("linecolor", PROJECTOR_INK)
+        axis.setdefault("zerolinecolor", "#8a8a8a")
+    for trace in spec.get("data", []):
+        if trace.get("type", "scatter") == "scatter" and "lines" in str(trace.get("mode", "lines")):
+            line = trace.setdefault("line", {})
+            line.setdefault("width", 4)  # plotly's default is 2
+    return go.Figure(spec)

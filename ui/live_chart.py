@@ -87,6 +87,12 @@ def live_plotly_chart(fig: go.Figure | str, *, key: str, height: int | None = No
 
     An unchanged figure costs the browser nothing (the chart compares the JSON it drew last).
     """
+    from ui import projector
+
+    if projector.is_on():  # the projector's style, as every st.plotly_chart gets (ui/projector.py)
+        from ui.figures import for_projector
+
+        fig = for_projector(go.Figure(json.loads(fig)) if isinstance(fig, str) else fig)
     spec = fig if isinstance(fig, str) else fig.to_json()
     if height is None:
         height = (fig.layout.height if isinstance(fig, go.Figure) else json.loads(spec).get("layout", {}).get("height")) or 400

@@ -1,0 +1,168 @@
+"""Projector mode and ``hide=``: the app shown to a room, and parts of a page left out for a focused demo.
+
+Both live in the address, so that a teacher's link opens the same screen: ``?projector=1`` (the
+sidebar's "Projector mode" switch) and ``?hide=sidebar,advanced`` (a comma list of
+:data:`HIDEABLE`, like TensorFlow Playground's ``_hide``). They are widgets of the router
+(``app.py``) bound to the address (``bind="query-params"``): Streamlit keeps them in it across
+pages, writes a change without a reload and without a new history entry, and a link opens them.
+
+Projector mode: larger text and chart text, thicker lines, larger heatmap cells and hover labels,
+darker colours (:func:`ui.figures.for_projector` on every chart; CSS for Streamlit's own text),
+no introduction under a page's title, and the sidebar starts closed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import plotly.graph_objects as go
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+
+PARAM = "projector"  # the switch's key and its address parameter
+HIDE_PARAM = "hide"  # the comma list's key and its address parameter
+_FROM_LINK = "projector_from_link"  # a link said projector=1: switched on in the next run (see switch())
+
+HIDEABLE = {  # name in ?hide= → what it hides (the README lists them)
+    "sidebar": "the sidebar and its button",
+    "advanced": "the Train form's advanced settings (architecture, regularisation, schedule)",
+    "captions": "the small grey explanations",
+    "title": "each page's title and the introduction under it",
+    "toolbar": "Streamlit's menu and Deploy button at the top right",
+}
+ON, OFF = frozenset({"1", "on", "yes", "true"}), frozenset({"0", "off", "no", "false", ""})
+_NAME = re.compile(r"[a-z0-9_-]{1,24}")
+
+# CSS of each hideable part (Streamlit's test ids and the keyed container's class).
+_TITLE = "[data-testid='stElementContainer']:has(h1)"
+_HIDE_CSS = {
+    "sidebar": "[data-testid='stSidebar'], [data-testid='stSidebarCollapsedControl'], "
+               "[data-testid='stExpandSidebarButton'] { display: none !important; }",
+    "advanced": ".st-key-train_advanced { display: none !important; }",
+    "captions": "[data-testid='stElementContainer']:has([data-testid='stCaptionContainer']) { display: none !important; }",
+    "title": f"{_TITLE}, {_TITLE} + [data-testid='stElementContainer']:has([data-testid='stCaptionContainer']) "
+             "{ display: none !important; }",
+    "toolbar": "[data-testid='stToolbar'] { display: none !important; }",
+}
+# Projector mode: text ~1.3 times larger (Streamlit sizes its text in rem), near-black text, the
+# page's side margins narrowed so the larger charts get the width, no introduction under a title.
+_PROJECTOR_CSS = f"""
+html {{ font-size: 21px; }}
+[data-testid='stMain'] {{ color: #000; }}
+[data-testid='stCaptionContainer'] {{ color: #222 !important; }}
+[data-testid='stMainBlockContainer'] {{ padding-left: 1.5rem; padding-right: 1.5rem; padding-top: 2.5rem;
+  max-width: none; }}
+{_TITLE} + [data-testid='stElementContainer']:has([data-testid='stCaptionContainer']) {{ display: none; }}
+"""
+
+
+def parse_switch(value: str | None) -> bool | None:
+    """``projector=`` as given in a link: True (1, on, yes, true), False (0, off, no, false, empty,
+    absent: None → False), or None for anything else."""
+    if value is None:
+        return False
+    v = value.strip().lower()
+    return True if v in ON else False if v in OFF else None
+
+
+def parse_hide(value: str | None) -> tuple[frozenset[str], list[str]]:
+    """``hide=`` → (the known names, the unknown ones in order). Names are separated by commas or
+    spaces, in any case; empty items are skipped."""
+    known: set[str] = set()
+    unknown: list[str] = []
+    for item in re.split(r"[,\s]+", (value or "").strip().lower()):
+        if not item:
+            continue
+        if item in HIDEABLE:
+            known.add(item)
+        elif item not in unknown:
+            unknown.append(item)
+    return frozenset(known), unknown
+
+
+def is_on() -> bool:
+    """Whether this session shows the app in projector mode (False outside a page run)."""
+    try:
+        return bool(st.session_state.get(PARAM, False))
+    except Exception:  # no script run (plotly figures built in a test, a thread of the server)
+        return False
+
+
+def hidden(name: str) -> bool:
+    """Whether ``?hide=`` hides ``name`` (one of :data:`HIDEABLE`) in this session."""
+    if name not in HIDEABLE:
+        raise KeyError(f"{name!r} is not a hideable part: one of {', '.join(HIDEABLE)}")
+    try:
+        return name in parse_hide(st.session_state.get(HIDE_PARAM))[0]
+    except Exception:  # no script run
+        return False
+
+
+def setup() -> None:
+    """The router's part, before each page: the switch and the hide list in the sidebar, a notice
+    for a value they do not take, the sidebar's start state, and the page's CSS."""
+    on = switch()
+    names, unknown = parse_hide(st.session_state.get(HIDE_PARAM))
+    if unknown:
+        shown = ", ".join(f"`{u}`" if _NAME.fullmatch(u) else "(a value that is not a name)" for u in unknown)
+        st.info(f"`hide=` does not know {shown}: ignored. It takes {', '.join(HIDEABLE)}.", icon="ℹ️")
+    if on or "sidebar" in names:
+        st.set_page_config(initial_sidebar_state="collapsed")
+    css = (_PROJECTOR_CSS if on else "") + "".join(_HIDE_CSS[n] for n in sorted(names))
+    if css:
+        st.html(f"<style>{css}</style>")
+
+
+def switch() -> bool:
+    """The sidebar's "Projector mode" switch and "Hide" list, bound to the address; returns the switch.
+
+    Streamlit's bound switch reads ``true`` / ``false`` from the address and drops any other
+    value from it. A link's ``projector=1`` (or on, yes) is read here before that, and switched
+    on through the session in the next run, which also writes ``projector=true`` into the
+    address; a value that is none of those is a notice.
+    """
+    given = st.query_params.get(PARAM)
+    from_link = st.session_state.pop(_FROM_LINK, False)
+    if from_link:
+        st.session_state[PARAM] = True
+    with st.sidebar:
+        on = st.toggle("Projector mode", key=PARAM, bind="query-params",
+                       help="For a room: larger text and charts, thicker lines, darker colours, fewer captions. "
+                            "In a link: `?projector=1`.")
+        with st.expander("Hide parts of the page"):
+            st.text_input("Hide (comma list)", key=HIDE_PARAM, bind="query-params",
+                          placeholder="sidebar, advanced", help="For a focused demo; in a link: `?hide=sidebar,advanced`. "
+                          + "; ".join(f"**{k}**: {v}" for k, v in HIDEABLE.items()))
+    parsed = parse_switch(given)
+    if parsed is True and not on and given.strip().lower() != "true":
+        st.session_state[_FROM_LINK] = True
+        st.rerun()
+    if parsed is None:
+        shown = f"`{given}`" if _NAME.fullmatch(given.strip().lower()) else "that value"
+        st.info(f"`projector=` takes 1 or 0, not {shown}: projector mode is off.", icon="ℹ️")
+    return on
+
+
+def _styled(draw: Callable) -> Callable:
+    """Streamlit's ``plotly_chart`` (``draw``), drawing a figure in projector mode's style when this session has it on."""
+
+    def plotly_chart(self, figure_or_data, *args, **kwargs):
+        if isinstance(figure_or_data, go.Figure) and is_on():
+            from ui.figures import for_projector  # (imports torch: not before a chart needs it)
+
+            figure_or_data = for_projector(figure_or_data)
+        return draw(self, figure_or_data, *args, **kwargs)
+
+    plotly_chart.projector_styled = True
+    return plotly_chart
+
+
+def style_every_chart() -> None:
+    """Route every ``st.plotly_chart`` (and a column's, a container's) through :func:`figures.for_projector`
+    in projector mode. Once per process; the figure builders and the pages stay as they are."""
+    if getattr(DeltaGenerator.plotly_chart, "projector_styled", False):
+        return
+    DeltaGenerator.plotly_chart = _styled(DeltaGenerator.plotly_chart)
+    main = st.plotly_chart.__self__  # st.plotly_chart is bound to the main container at import
+    st.plotly_chart = DeltaGenerator.plotly_chart.__get__(main)
