@@ -680,13 +680,37 @@ def for_projector(fig: go.Figure) -> go.Figure:
     for side in ("t", "b", "l"):
         if isinstance(margin.get(side), (int, float)):
             margin[side] = round(margin[side] * PROJECTOR_HEIGHT)
+    # Each text's own font, not just the layout's: st.plotly_chart's Streamlit theme sets the axes',
+    # legend's and titles' fonts (smaller, grey), and those win over the layout's font.
     for name in [k for k in layout if k.startswith(("xaxis", "yaxis"))] or ["xaxis", "yaxis"]:
         axis = layout.setdefault(name, {})
         axis.setdefault("gridcolor", "#c4c4c4")
         axis.setdefault("linecolor", PROJECTOR_INK)
         axis.setdefault("zerolinecolor", "#8a8a8a")
-    for trace in spec.get("data", []):
+        _ink(axis.setdefault("tickfont", {}))
+        title = axis.get("title")
+        if isinstance(title, dict):
+            _ink(title.setdefault("font", {}))
+    _ink(layout.setdefault("legend", {}).setdefault("font", {}))
+    if isinstance(layout.get("title"), dict):
+        _ink(layout["title"].setdefault("font", {}), PROJECTOR_FONT * 1.3)
+        pad = layout["title"].get("pad") or {}
+        if isinstance(pad.get("t"), (int, float)):  # room above a title placed from the chart's top edge
+            pad["t"] = pad["t"] * 2
+    for note in layout.get("annotations", []):
+        _ink(note.setdefault("font", {}))
+    for trace in [*spec.get("data", []), *(t for frame in spec.get("frames", []) for t in frame.get("data", []))]:
         if trace.get("type", "scatter") == "scatter" and "lines" in str(trace.get("mode", "lines")):
             line = trace.setdefault("line", {})
             line.setdefault("width", 4)  # plotly's default is 2
+        if isinstance(trace.get("colorbar"), dict):
+            _ink(trace["colorbar"].setdefault("tickfont", {}))
+        if trace.get("type") == "heatmap" and trace.get("texttemplate"):  # plotly shrinks the numbers to fit otherwise
+            trace.setdefault("textfont", {}).setdefault("size", PROJECTOR_FONT)
     return go.Figure(spec)
+
+
+def _ink(font: dict, size: float = PROJECTOR_FONT) -> None:
+    """A plotly font dict near black, ``size`` px unless the figure set its own (already scaled)."""
+    font.setdefault("size", size)
+    font["color"] = PROJECTOR_INK

@@ -2,9 +2,11 @@
 
 Both live in the address, so that a teacher's link opens the same screen: ``?projector=1`` (the
 sidebar's "Projector mode" switch) and ``?hide=sidebar,advanced`` (a comma list of
-:data:`HIDEABLE`, like TensorFlow Playground's ``_hide``). They are widgets of the router
-(``app.py``) bound to the address (``bind="query-params"``): Streamlit keeps them in it across
-pages, writes a change without a reload and without a new history entry, and a link opens them.
+:data:`HIDEABLE`, like TensorFlow Playground's ``_hide``). Each is kept by a text field of the
+router (``app.py``) bound to the address (``bind="query-params"``): Streamlit keeps it there
+across pages, writes a change without a reload and without a new history entry, and a link or
+the Back button sets it. (A bound switch would only take ``true`` / ``false``; the projector's
+field is hidden, and the visible switch writes ``1`` into it.)
 
 Projector mode: larger text and chart text, thicker lines, larger heatmap cells and hover labels,
 darker colours (:func:`ui.figures.for_projector` on every chart; CSS for Streamlit's own text),
@@ -20,9 +22,9 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-PARAM = "projector"  # the switch's key and its address parameter
-HIDE_PARAM = "hide"  # the comma list's key and its address parameter
-_FROM_LINK = "projector_from_link"  # a link said projector=1: switched on in the next run (see switch())
+PARAM = "projector"  # the address parameter, and the key of its hidden text field
+HIDE_PARAM = "hide"  # the address parameter, and the key of its text field
+SWITCH = "projector_switch"  # the visible switch
 
 HIDEABLE = {  # name in ?hide= → what it hides (the README lists them)
     "sidebar": "the sidebar and its button",
@@ -84,7 +86,7 @@ def parse_hide(value: str | None) -> tuple[frozenset[str], list[str]]:
 def is_on() -> bool:
     """Whether this session shows the app in projector mode (False outside a page run)."""
     try:
-        return bool(st.session_state.get(PARAM, False))
+        return parse_switch(st.session_state.get(PARAM)) is True
     except Exception:  # no script run (plotly figures built in a test, a thread of the server)
         return False
 
@@ -115,33 +117,32 @@ def setup() -> None:
 
 
 def switch() -> bool:
-    """The sidebar's "Projector mode" switch and "Hide" list, bound to the address; returns the switch.
+    """The sidebar's "Projector mode" switch and "Hide" list, kept in the address; returns the switch.
 
-    Streamlit's bound switch reads ``true`` / ``false`` from the address and drops any other
-    value from it. A link's ``projector=1`` (or on, yes) is read here before that, and switched
-    on through the session in the next run, which also writes ``projector=true`` into the
-    address; a value that is none of those is a notice.
+    The address's ``projector=`` is a hidden text field's (see the module's docstring); the
+    switch shows it and writes 1 (or nothing) into it. A value it does not take is a notice.
     """
-    given = st.query_params.get(PARAM)
-    from_link = st.session_state.pop(_FROM_LINK, False)
-    if from_link:
-        st.session_state[PARAM] = True
     with st.sidebar:
-        on = st.toggle("Projector mode", key=PARAM, bind="query-params",
+        with st.container(key="projector_param"):  # hidden (its CSS below)
+            st.html("<style>.st-key-projector_param { display: none; }</style>")
+            given = st.text_input("projector=", key=PARAM, bind="query-params", label_visibility="collapsed")
+        parsed = parse_switch(given)
+        st.session_state[SWITCH] = parsed is True  # the address decides (a link, Back)
+        on = st.toggle("Projector mode", key=SWITCH, on_change=_switched,
                        help="For a room: larger text and charts, thicker lines, darker colours, fewer captions. "
                             "In a link: `?projector=1`.")
         with st.expander("Hide parts of the page"):
             st.text_input("Hide (comma list)", key=HIDE_PARAM, bind="query-params",
                           placeholder="sidebar, advanced", help="For a focused demo; in a link: `?hide=sidebar,advanced`. "
                           + "; ".join(f"**{k}**: {v}" for k, v in HIDEABLE.items()))
-    parsed = parse_switch(given)
-    if parsed is True and not on and given.strip().lower() != "true":
-        st.session_state[_FROM_LINK] = True
-        st.rerun()
     if parsed is None:
-        shown = f"`{given}`" if _NAME.fullmatch(given.strip().lower()) else "that value"
+        shown = f"`{given.strip()}`" if _NAME.fullmatch(given.strip().lower()) else "that value"
         st.info(f"`projector=` takes 1 or 0, not {shown}: projector mode is off.", icon="ℹ️")
     return on
+
+
+def _switched() -> None:
+    st.session_state[PARAM] = "1" if st.session_state[SWITCH] else ""  # "" is the field's default: out of the address
 
 
 def _styled(draw: Callable) -> Callable:
