@@ -53,6 +53,7 @@ def themed(make: Callable[P, go.Figure]) -> Callable[P, go.Figure]:
 
     return build
 
+
 # Projector mode (ui/projector.py): every chart drawn for a room.
 PROJECTOR_FONT = 18  # px: chart text, hover labels and heatmap numbers at least this size (plotly's default is 12)
 PROJECTOR_MIN_FONT = 15  # px: the smallest text of a chart that sets its own small sizes (a grid's tick labels)
@@ -661,6 +662,7 @@ def _projector_sizes(node: object, parent: str = "") -> None:
             _projector_sizes(value, key)
 
 
+@themed
 def for_projector(fig: go.Figure) -> go.Figure:
     """A copy of ``fig`` for a projector: text at least ``PROJECTOR_FONT`` px (sizes the figure sets
     itself ×1.5), hover labels as large, lines twice as thick, markers and colour bars larger, the
