@@ -105,7 +105,8 @@ def test_projector_mode_at_1024_and_1920(server):
         assert page.evaluate(SIDEBAR_SHARE) == 0  # closed: the page gets the whole width
         text = page.get_by_test_id("stMain").locator("p").first
         assert text.evaluate("p => parseFloat(getComputedStyle(p).fontSize)") >= 18  # Streamlit: 14 px
-        shot(page, "projector_home_1024")
+        page.get_by_test_id("stMain").get_by_role("heading", name="Attention", exact=True).evaluate("h => h.scrollIntoView()")
+        shot(page, "projector_home_1024")  # the heatmap, as a room sees it
 
         # Another page from the sidebar: the mode goes along in the address.
         page.get_by_test_id("stExpandSidebarButton").click()
@@ -115,9 +116,15 @@ def test_projector_mode_at_1024_and_1920(server):
         drawn(page)
         assert page.evaluate(CHART_FONT_MIN) >= 15
         assert page.get_by_test_id("stSidebar").get_by_role("switch", name="Projector mode").is_checked()
+        sidebar = page.get_by_test_id("stSidebar")
+        sidebar.hover()
+        page.get_by_test_id("stSidebarCollapseButton").click()
+        page.wait_for_function(f"() => ({SIDEBAR_SHARE})() === 0")  # closed again, for the picture
+        page.get_by_test_id("stMain").get_by_role("tab", name="Model view").evaluate("t => t.scrollIntoView()")
         shot(page, "projector_inspect_1024")
 
         # Switched off from the sidebar: the address and the charts follow.
+        page.get_by_test_id("stExpandSidebarButton").click()
         page.get_by_test_id("stSidebar").get_by_text("Projector mode", exact=True).click()
         page.wait_for_url(lambda url: "projector=" not in url)
         drawn(page)
@@ -147,7 +154,8 @@ def test_hide_leaves_out_what_it_names(server):
         assert main.get_by_test_id("stCaptionContainer").count() > 0
         assert not any(c.is_visible() for c in main.get_by_test_id("stCaptionContainer").all())
         assert epochs.is_visible() and main.get_by_role("button", name="Start training").is_visible()
-        shot(page, "projector_hide_train_1024")
+        main.get_by_role("heading", name="2 · Train").evaluate("h => h.scrollIntoView()")
+        shot(page, "projector_hide_train_1024")  # the form without its advanced rows
 
         page.goto(f"{server}/Train?hide=sidebar,bogus")
         notice = main.get_by_test_id("stAlert").filter(has_text="hide=")

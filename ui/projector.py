@@ -39,20 +39,20 @@ _NAME = re.compile(r"[a-z0-9_-]{1,24}")
 # CSS of each hideable part (Streamlit's test ids and the keyed container's class).
 _TITLE = "[data-testid='stElementContainer']:has(h1)"
 _HIDE_CSS = {
-    "sidebar": "[data-testid='stSidebar'], [data-testid='stSidebarCollapsedControl'], "
-               "[data-testid='stExpandSidebarButton'] { display: none !important; }",
+    "sidebar": "[data-testid='stSidebar'], [data-testid='stExpandSidebarButton'] { display: none !important; }",
     "advanced": ".st-key-train_advanced { display: none !important; }",
     "captions": "[data-testid='stElementContainer']:has([data-testid='stCaptionContainer']) { display: none !important; }",
     "title": f"{_TITLE}, {_TITLE} + [data-testid='stElementContainer']:has([data-testid='stCaptionContainer']) "
              "{ display: none !important; }",
     "toolbar": "[data-testid='stToolbar'] { display: none !important; }",
 }
-# Projector mode: text ~1.3 times larger (Streamlit sizes its text in rem), near-black text, the
+# Projector mode: text ~1.3 times larger (Streamlit sizes its text in rem), near-black text and captions, the
 # page's side margins narrowed so the larger charts get the width, no introduction under a title.
 _PROJECTOR_CSS = f"""
 html {{ font-size: 21px; }}
 [data-testid='stMain'] {{ color: #000; }}
-[data-testid='stCaptionContainer'] {{ color: #222 !important; }}
+[data-testid='stCaptionContainer'] {{ opacity: 1 !important; }}
+[data-testid='stCaptionContainer'], [data-testid='stCaptionContainer'] * {{ color: #333 !important; }}
 [data-testid='stMainBlockContainer'] {{ padding-left: 1.5rem; padding-right: 1.5rem; padding-top: 2.5rem;
   max-width: none; }}
 {_TITLE} + [data-testid='stElementContainer']:has([data-testid='stCaptionContainer']) {{ display: none; }}
