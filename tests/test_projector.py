@@ -121,6 +121,7 @@ def test_projector_1_in_a_link_switches_it_on_and_styles_every_chart():
     at = _app(projector="1")
     assert not at.exception
     assert at.toggle(key="projector_switch").value is True
+    assert at.query_params["projector"] == "1"
     assert "html { font-size: 21px; }" in _css(at)
     heatmap = live_chart(at, "home_heatmap")["layout"]
     assert heatmap["font"]["size"] == figures.PROJECTOR_FONT and heatmap["hoverlabel"]["font"]["size"] == figures.PROJECTOR_FONT
@@ -128,7 +129,8 @@ def test_projector_1_in_a_link_switches_it_on_and_styles_every_chart():
     assert not at.exception
     grid = chart(at, "home_grid")["layout"]
     assert grid["font"]["size"] == figures.PROJECTOR_FONT and grid["xaxis"]["tickfont"]["size"] >= figures.PROJECTOR_MIN_FONT
-    at.toggle(key="projector_switch").set_value(False).run()  # off again: plotly's own sizes
+    at.toggle(key="projector_switch").set_value(False).run()  # off again: out of the address, plotly's own sizes
+    assert "projector" not in at.query_params
     assert "font-size: 21px" not in _css(at)
     assert chart(at, "home_grid")["layout"]["xaxis"]["tickfont"]["size"] == 9
     assert "size" not in live_chart(at, "home_heatmap")["layout"].get("font", {})
@@ -152,6 +154,8 @@ def test_a_projector_value_it_does_not_take_is_a_notice_and_stays_off(value):
     notices = [i.value for i in at.info]
     assert len(notices) == 1 and "`projector=` takes 1 or 0" in notices[0]
     assert "<script>" not in notices[0]
+    assert "projector" not in at.query_params  # replaced by what the page shows: once, not on every run
+    assert not at.run().info
 
 
 @pytestmark_pages
@@ -165,6 +169,10 @@ def test_hide_hides_what_it_names_and_an_unknown_name_is_a_notice():
     notices = [i.value for i in at.info]
     assert len(notices) == 1 and "`bogus`" in notices[0] and "<b>" not in notices[0]
     assert all(name in notices[0] for name in projector.HIDEABLE)  # the names it takes
+    assert at.query_params["hide"] == "advanced,captions,sidebar"  # the names it took
+    at.text_input(key="hide").set_value("title").run()  # the sidebar's field: the address follows
+    assert at.query_params["hide"] == "title" and "stElementContainer']:has(h1)" in _css(at)
+    assert "stSidebar" not in _css(at)
 
 
 

@@ -2,11 +2,11 @@
 
 Both live in the address, so that a teacher's link opens the same screen: ``?projector=1`` (the
 sidebar's "Projector mode" switch) and ``?hide=sidebar,advanced`` (a comma list of
-:data:`HIDEABLE`, like TensorFlow Playground's ``_hide``). Each is kept by a text field of the
-router (``app.py``) bound to the address (``bind="query-params"``): Streamlit keeps it there
-across pages, writes a change without a reload and without a new history entry, and a link or
-the Back button sets it. (A bound switch would only take ``true`` / ``false``; the projector's
-field is hidden, and the visible switch writes ``1`` into it.)
+:data:`HIDEABLE`, like TensorFlow Playground's ``_hide``). The router (``app.py``) reads them
+before each page and writes them back, as ``ui.common`` does the workspace's ``w``: they are
+global parameters, which the pages' links (``ui.view_link``) keep as they are. (Not widgets
+bound to the address: ``st.query_params`` refuses to write an address holding a bound one, and
+a bound switch takes only ``true`` / ``false``.)
 
 Projector mode: larger text and chart text, thicker lines, larger heatmap cells and hover labels,
 darker colours (:func:`ui.figures.for_projector` on every chart; CSS for Streamlit's own text),
@@ -22,9 +22,9 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-PARAM = "projector"  # the address parameter, and the key of its hidden text field
-HIDE_PARAM = "hide"  # the address parameter, and the key of its text field
-SWITCH = "projector_switch"  # the visible switch
+PARAM = "projector"  # the address parameter
+SWITCH = "projector_switch"  # the sidebar's switch
+HIDE_PARAM = "hide"  # the address parameter, and the key of the sidebar's text field
 
 HIDEABLE = {  # name in ?hide= → what it hides (the README lists them)
     "sidebar": "the sidebar and its button",
@@ -86,7 +86,7 @@ def parse_hide(value: str | None) -> tuple[frozenset[str], list[str]]:
 def is_on() -> bool:
     """Whether this session shows the app in projector mode (False outside a page run)."""
     try:
-        return parse_switch(st.session_state.get(PARAM)) is True
+        return bool(st.session_state.get(SWITCH, False))
     except Exception:  # no script run (plotly figures built in a test, a thread of the server)
         return False
 
@@ -102,13 +102,18 @@ def hidden(name: str) -> bool:
 
 
 def setup() -> None:
-    """The router's part, before each page: the switch and the hide list in the sidebar, a notice
-    for a value they do not take, the sidebar's start state, and the page's CSS."""
-    on = switch()
-    names, unknown = parse_hide(st.session_state.get(HIDE_PARAM))
-    if unknown:
-        shown = ", ".join(f"`{u}`" if _NAME.fullmatch(u) else "(a value that is not a name)" for u in unknown)
-        st.info(f"`hide=` does not know {shown}: ignored. It takes {', '.join(HIDEABLE)}.", icon="ℹ️")
+    """The router's part, before each page: the switch and the hide list in the sidebar (from the
+    address, and back into it), a notice for a value they do not take, the sidebar's start state,
+    and the page's CSS."""
+    on, names = _from_address()
+    with st.sidebar:
+        st.toggle("Projector mode", key=SWITCH, on_change=_write_switch,
+                  help="For a room: larger text and charts, thicker lines, darker colours, fewer captions. "
+                       "In a link: `?projector=1`.")
+        with st.expander("Hide parts of the page"):
+            st.text_input("Hide (comma list)", key=HIDE_PARAM, on_change=_write_hide, placeholder="sidebar, advanced",
+                          help="For a focused demo; in a link: `?hide=sidebar,advanced`. "
+                          + "; ".join(f"**{k}**: {v}" for k, v in HIDEABLE.items()))
     if on or "sidebar" in names:
         st.set_page_config(initial_sidebar_state="collapsed")
     css = (_PROJECTOR_CSS if on else "") + "".join(_HIDE_CSS[n] for n in sorted(names))
@@ -116,33 +121,49 @@ def setup() -> None:
         st.html(f"<style>{css}</style>")
 
 
-def switch() -> bool:
-    """The sidebar's "Projector mode" switch and "Hide" list, kept in the address; returns the switch.
-
-    The address's ``projector=`` is a hidden text field's (see the module's docstring); the
-    switch shows it and writes 1 (or nothing) into it. A value it does not take is a notice.
-    """
-    with st.sidebar:
-        with st.container(key="projector_param"):  # hidden (its CSS below)
-            st.html("<style>.st-key-projector_param { display: none; }</style>")
-            given = st.text_input("projector=", key=PARAM, bind="query-params", label_visibility="collapsed")
-        parsed = parse_switch(given)
-        st.session_state[SWITCH] = parsed is True  # the address decides (a link, Back)
-        on = st.toggle("Projector mode", key=SWITCH, on_change=_switched,
-                       help="For a room: larger text and charts, thicker lines, darker colours, fewer captions. "
-                            "In a link: `?projector=1`.")
-        with st.expander("Hide parts of the page"):
-            st.text_input("Hide (comma list)", key=HIDE_PARAM, bind="query-params",
-                          placeholder="sidebar, advanced", help="For a focused demo; in a link: `?hide=sidebar,advanced`. "
-                          + "; ".join(f"**{k}**: {v}" for k, v in HIDEABLE.items()))
-    if parsed is None:
+def _from_address() -> tuple[bool, frozenset[str]]:
+    """(projector mode, the names hidden) of this run: the address's values where it has them (a
+    link, Back), else the session's, which are then written into it (a page opened from the
+    sidebar, whose address Streamlit empties). A value they do not take is a notice, and is
+    replaced in the address by what the page shows."""
+    given = st.query_params.get(PARAM)
+    parsed = parse_switch(given)
+    if given is not None and parsed is None:
         shown = f"`{given.strip()}`" if _NAME.fullmatch(given.strip().lower()) else "that value"
-        st.info(f"`projector=` takes 1 or 0, not {shown}: projector mode is off.", icon="ℹ️")
-    return on
+        st.info(f"`projector=` takes 1 or 0, not {shown}: ignored.", icon="ℹ️")
+    elif given is not None:
+        st.session_state[SWITCH] = parsed
+    on = bool(st.session_state.get(SWITCH, False))
+    if given != ("1" if on else None):
+        _write(PARAM, "1" if on else None)
+
+    given = st.query_params.get(HIDE_PARAM)
+    if given is not None:
+        names, unknown = parse_hide(given)
+        if unknown:
+            shown = ", ".join(f"`{u}`" if _NAME.fullmatch(u) else "(a value that is not a name)" for u in unknown)
+            st.info(f"`hide=` does not know {shown}: ignored. It takes {', '.join(HIDEABLE)}.", icon="ℹ️")
+        st.session_state[HIDE_PARAM] = ",".join(sorted(names))
+    names = parse_hide(st.session_state.get(HIDE_PARAM))[0]
+    if given != (",".join(sorted(names)) or None):
+        _write(HIDE_PARAM, ",".join(sorted(names)) or None)
+    return on, names
 
 
-def _switched() -> None:
-    st.session_state[PARAM] = "1" if st.session_state[SWITCH] else ""  # "" is the field's default: out of the address
+def _write(name: str, value: str | None) -> None:
+    """Put ``name=value`` into the address (None: take it out)."""
+    if value is not None:
+        st.query_params[name] = value
+    elif name in st.query_params:
+        del st.query_params[name]
+
+
+def _write_switch() -> None:
+    _write(PARAM, "1" if st.session_state[SWITCH] else None)
+
+
+def _write_hide() -> None:
+    _write(HIDE_PARAM, ",".join(sorted(parse_hide(st.session_state[HIDE_PARAM])[0])) or None)
 
 
 def _styled(draw: Callable) -> Callable:
