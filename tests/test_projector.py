@@ -39,8 +39,6 @@ def test_parse_hide_known_unknown_and_spacing():
 
 def test_every_hideable_part_has_its_css():
     assert set(projector._HIDE_CSS) == set(projector.HIDEABLE)
-    with pytest.raises(KeyError, match="sidebar, advanced"):
-        projector.hidden("menu")
 
 
 # -- the chart style ----------------------------------------------------------------------------------

@@ -84,21 +84,8 @@ def parse_hide(value: str | None) -> tuple[frozenset[str], list[str]]:
 
 
 def is_on() -> bool:
-    """Whether this session shows the app in projector mode (False outside a page run)."""
-    try:
-        return bool(st.session_state.get(SWITCH, False))
-    except Exception:  # no script run (plotly figures built in a test, a thread of the server)
-        return False
-
-
-def hidden(name: str) -> bool:
-    """Whether ``?hide=`` hides ``name`` (one of :data:`HIDEABLE`) in this session."""
-    if name not in HIDEABLE:
-        raise KeyError(f"{name!r} is not a hideable part: one of {', '.join(HIDEABLE)}")
-    try:
-        return name in parse_hide(st.session_state.get(HIDE_PARAM))[0]
-    except Exception:  # no script run
-        return False
+    """Whether this session shows the app in projector mode."""
+    return bool(st.session_state.get(SWITCH, False))
 
 
 def setup() -> None:
