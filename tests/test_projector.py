@@ -168,9 +168,11 @@ def test_hide_hides_what_it_names_and_an_unknown_name_is_a_notice():
     assert len(notices) == 1 and "`bogus`" in notices[0] and "<b>" not in notices[0]
     assert all(name in notices[0] for name in projector.HIDEABLE)  # the names it takes
     assert at.query_params["hide"] == "advanced,captions,sidebar"  # the names it took
-    at.text_input(key="hide").set_value("title").run()  # the sidebar's field: the address follows
+    at.text_input(key="hide").set_value("title, menu").run()  # the sidebar's field: read as a link's
     assert at.query_params["hide"] == "title" and "stElementContainer']:has(h1)" in _css(at)
     assert "stSidebar" not in _css(at)
+    assert [i.value for i in at.info] == [f"`hide=` does not know `menu`: ignored. It takes {', '.join(projector.HIDEABLE)}."]
+    assert at.text_input(key="hide").value == "title"
 
 
 

@@ -149,8 +149,8 @@ def _write_switch() -> None:
     _write(PARAM, "1" if st.session_state[SWITCH] else None)
 
 
-def _write_hide() -> None:
-    _write(HIDE_PARAM, ",".join(sorted(parse_hide(st.session_state[HIDE_PARAM])[0])) or None)
+def _write_hide() -> None:  # as typed: the run reads it as it reads a link's (a notice for a name it does not know)
+    _write(HIDE_PARAM, st.session_state[HIDE_PARAM].strip() or None)
 
 
 def _styled(draw: Callable) -> Callable:
