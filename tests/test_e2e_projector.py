@@ -165,3 +165,16 @@ def test_hide_leaves_out_what_it_names(server):
         drawn(page)
         assert not page.get_by_test_id("stSidebar").is_visible()
         assert any(c.is_visible() for c in main.get_by_test_id("stCaptionContainer").all())
+
+
+def test_the_switch_turns_it_on_in_place(server):
+    with browser_page(1024, 768) as page:
+        page.goto(f"{server}/Inspect")
+        page.get_by_test_id("stMain").get_by_text("Prediction:").wait_for()
+        drawn(page)
+        assert page.evaluate(SIDEBAR_SHARE) > 0.25 and page.evaluate(CHART_FONT_MIN) <= 12
+        page.get_by_test_id("stSidebar").get_by_text("Projector mode", exact=True).click()
+        page.wait_for_url(re.compile(r"/Inspect\?(.*&)?projector=1"))  # a link to give the room
+        drawn(page)
+        assert page.evaluate(CHART_FONT_MIN) >= 15
+        assert page.evaluate(SIDEBAR_SHARE) == 0  # the sidebar closes on the way
