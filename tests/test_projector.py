@@ -193,3 +193,27 @@ def test_hide_title_and_toolbar_without_a_notice():
     assert not at.exception and not at.info
     css = _css(at)
     assert "stElementContainer']:has(h1)" in css and "[data-testid='stToolbar'] { display: none" in css
+
+
+def _live_chart_script() -> None:
+    import plotly.graph_objects as go
+    import streamlit as st
+
+    from ui.live_chart import live_plotly_chart
+
+    st.session_state.setdefault("projector_switch", True)
+    fig = go.Figure(go.Scatter(x=[0, 1], y=[1, 0]), layout={"height": 300})
+    live_plotly_chart(fig.to_json(), height=300, key="probe")  # a cached figure's JSON, with its height
+
+
+def test_a_live_chart_given_as_json_with_its_height_is_styled_and_sized_alike():
+    at = AppTest.from_function(_live_chart_script, default_timeout=TIMEOUT).run()
+    assert not at.exception
+    sent = [json.loads(c.proto.json) for c in at.get("bidi_component") if c.proto.id.endswith("-probe")][0]
+    spec = json.loads(sent["spec"])
+    assert spec["layout"]["font"]["size"] == figures.PROJECTOR_FONT and spec["data"][0]["line"]["width"] == 4
+    assert sent["height"] == spec["layout"]["height"] == round(300 * figures.PROJECTOR_HEIGHT)  # the element fits the figure
+    at.session_state["projector_switch"] = False
+    at.run()
+    sent = [json.loads(c.proto.json) for c in at.get("bidi_component") if c.proto.id.endswith("-probe")][0]
+    assert sent["height"] == 300 and "font" not in json.loads(sent["spec"])["layout"]
