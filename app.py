@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import background, chart_downloads, workspace_views
+from ui import background, chart_downloads, projector, workspace_views
 from ui.home import home
 from ui.navigation import PAGE_FILES
 from ui.server import configure_server
@@ -22,6 +22,8 @@ PAGES = [
     *(st.Page(p.path, title=p.title, url_path=p.url_path) for p in PAGE_FILES),
 ]
 page = st.navigation(PAGES)
+projector.style_every_chart()  # once per process: charts in projector mode's style when a session has it on
+projector.setup()  # ?projector=1 and ?hide=…: the sidebar's switch, the page's CSS
 workspace_views.sidebar()  # shared mode: the private link to come back, the teacher's Publish (locally: nothing)
 background.keep_alive({p.url_path: p for p in PAGES}, page.url_path)  # trainings going on while another page is read
 chart_downloads.svg_buttons()  # every chart's toolbar saves an SVG beside the PNG

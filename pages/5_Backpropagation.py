@@ -42,7 +42,7 @@ def post_model(epochs: int) -> tuple[dict, tuple[str, ...]]:
 
 
 # -- inputs ---------------------------------------------------------------------------------------
-c1, c2, c3 = st.columns([3, 1, 2], gap="medium")
+c1, c2, c3 = st.columns([2.5, 1.5, 2], gap="medium")  # the target picker shows "negative" whole at 1024 px
 text = c1.text_input("Sentence", "very sad as they both fail", key="backprop_text", max_chars=300)
 model_epochs = c3.radio("Seed-preset model", list(MODELS), index=2, format_func=MODELS.get, key="backprop_model",
                         help="The trained models come with the app (data/seed_run); the untrained model is the same "

@@ -41,7 +41,7 @@ def prediction(forward: PostForward, labels: Sequence[str], target: str, inp: Po
     with left:
         st.plotly_chart(figures.probability_bars(dict(zip(labels, forward.p.tolist(), strict=True)),
                                                  predicted=labels[int(forward.p.argmax())]), key="backprop_probs")
-    right.metric(f"Cross-entropy loss for y = {target}", f"{float(forward.loss):.4f}", help="L = −log p_y")
+    right.metric(f"Loss for y = {target}", f"{float(forward.loss):.4f}", help="Cross-entropy: L = −log p_y")
     right.caption(f"x is {inp.x.shape[0]} × {inp.x.shape[1]}: each word's 50 GloVe numbers and its position 0, 1, 2, … "
                   f"All numbers on this page are float64.")
 

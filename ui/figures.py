@@ -54,6 +54,14 @@ def themed(make: Callable[P, go.Figure]) -> Callable[P, go.Figure]:
     return build
 
 
+# Projector mode (ui/projector.py): every chart drawn for a room.
+PROJECTOR_FONT = 18  # px: chart text, hover labels and heatmap numbers at least this size (plotly's default is 12)
+PROJECTOR_MIN_FONT = 15  # px: the smallest text of a chart that sets its own small sizes (a grid's tick labels)
+PROJECTOR_SCALE = 1.5  # a size a figure sets itself (a tick font, a colour bar), and line widths
+PROJECTOR_HEIGHT = 1.35  # taller charts: larger heatmap cells for the larger text
+PROJECTOR_INK = "#111111"  # text and axis lines, near black on white
+
+
 def _dedupe(tokens: Sequence[str]) -> list[str]:
     """Plotly merges equal category labels: make repeated tokens unique ("the", "the ²")."""
     seen: dict[str, int] = {}
@@ -627,3 +635,84 @@ def compact_attention_heatmap(weights: np.ndarray, tokens: Sequence[str], *, sho
                       margin={"l": 10, "r": 10, "t": 10, "b": 10},
                       xaxis={"side": "top", "tickangle": -45}, yaxis={"autorange": "reversed"})
     return fig
+
+
+# --- Projector mode ------------------------------------------------------------------------------------
+
+
+def _projector_sizes(node: object, parent: str = "") -> None:
+    """Scale, in place, the sizes a figure's JSON sets itself: fonts, line widths, marker sizes, colour bars."""
+    if isinstance(node, list):
+        for item in node:
+            _projector_sizes(item, parent)
+        return
+    if not isinstance(node, dict):
+        return
+    for key, value in node.items():
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if number and key == "size" and parent.endswith("font"):
+            node[key] = max(value * PROJECTOR_SCALE, PROJECTOR_MIN_FONT)
+        elif number and key == "size" and parent == "marker":
+            node[key] = value * PROJECTOR_SCALE
+        elif number and key == "width" and parent == "line":
+            node[key] = value * 2
+        elif number and key == "thickness" and parent == "colorbar":
+            node[key] = value * PROJECTOR_SCALE
+        else:
+            _projector_sizes(value, key)
+
+
+@themed
+def for_projector(fig: go.Figure) -> go.Figure:
+    """A copy of ``fig`` for a projector: text at least ``PROJECTOR_FONT`` px (sizes the figure sets
+    itself ×1.5), hover labels as large, lines twice as thick, markers and colour bars larger, the
+    chart ``PROJECTOR_HEIGHT`` times taller (larger heatmap cells), near-black text and axes, darker
+    grid lines. ``fig`` is left as it is (figures are cached and shared)."""
+    spec = fig.to_plotly_json()  # a deep copy
+    _projector_sizes(spec)
+    layout = spec.setdefault("layout", {})
+    font = layout.setdefault("font", {})
+    font["size"] = max(font.get("size", 0), PROJECTOR_FONT)
+    font["color"] = PROJECTOR_INK
+    hover = layout.setdefault("hoverlabel", {}).setdefault("font", {})
+    hover["size"] = max(hover.get("size", 0), PROJECTOR_FONT)
+    if isinstance(layout.get("height"), (int, float)):
+        layout["height"] = round(layout["height"] * PROJECTOR_HEIGHT)
+    margin = layout.get("margin") or {}
+    for side in ("t", "b", "l"):
+        if isinstance(margin.get(side), (int, float)):
+            margin[side] = round(margin[side] * PROJECTOR_HEIGHT)
+    # Each text's own font, not just the layout's: st.plotly_chart's Streamlit theme sets the axes',
+    # legend's and titles' fonts (smaller, grey), and those win over the layout's font.
+    for name in [k for k in layout if k.startswith(("xaxis", "yaxis"))] or ["xaxis", "yaxis"]:
+        axis = layout.setdefault(name, {})
+        axis.setdefault("gridcolor", "#c4c4c4")
+        axis.setdefault("linecolor", PROJECTOR_INK)
+        axis.setdefault("zerolinecolor", "#8a8a8a")
+        _ink(axis.setdefault("tickfont", {}))
+        title = axis.get("title")
+        if isinstance(title, dict):
+            _ink(title.setdefault("font", {}))
+    _ink(layout.setdefault("legend", {}).setdefault("font", {}))
+    if isinstance(layout.get("title"), dict):
+        _ink(layout["title"].setdefault("font", {}), PROJECTOR_FONT * 1.3)
+        pad = layout["title"].get("pad") or {}
+        if isinstance(pad.get("t"), (int, float)):  # room above a title placed from the chart's top edge
+            pad["t"] = pad["t"] * 2
+    for note in layout.get("annotations", []):
+        _ink(note.setdefault("font", {}))
+    for trace in [*spec.get("data", []), *(t for frame in spec.get("frames", []) for t in frame.get("data", []))]:
+        if trace.get("type", "scatter") == "scatter" and "lines" in str(trace.get("mode", "lines")):
+            line = trace.setdefault("line", {})
+            line.setdefault("width", 4)  # plotly's default is 2
+        if isinstance(trace.get("colorbar"), dict):
+            _ink(trace["colorbar"].setdefault("tickfont", {}))
+        if trace.get("type") == "heatmap" and trace.get("texttemplate"):  # plotly shrinks the numbers to fit otherwise
+            trace.setdefault("textfont", {}).setdefault("size", PROJECTOR_FONT)
+    return go.Figure(spec)
+
+
+def _ink(font: dict, size: float = PROJECTOR_FONT) -> None:
+    """A plotly font dict near black, ``size`` px unless the figure set its own (already scaled)."""
+    font.setdefault("size", size)
+    font["color"] = PROJECTOR_INK

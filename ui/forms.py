@@ -50,34 +50,35 @@ def hyperparameter_form(default_probe: str, data_name: str, *, on_start: Callabl
                         help="Too high and the run diverges: try it, the app stops it and keeps the last good weights.")
         c3.number_input("Batch size", 1, 1024, **k("batch", train.batch_size), disabled=not custom)
         c4.number_input("Seed", 0, 2**31 - 1, **k("seed", train.seed))
-        c1, c2, c3, c4 = st.columns(4)
-        c1.number_input("Layers", 1, 6, **k("layers", model.n_layers), disabled=not custom)
-        c2.number_input("Heads", 1, 8, **k("heads", model.n_heads), disabled=not custom)
-        c3.selectbox("Model dim", dims, **k("dmodel", model.d_model if model.d_model in dims else 64, dims),
-                     disabled=not custom or model.d_model is None)
-        c4.number_input("Validation share", 0.0, 0.5, step=0.05, **k("val", train.val_fraction))
-        c1, c2, c3, c4 = st.columns(4)
-        c1.selectbox("Positions", POSITIONAL, **k("pos", model.positional, POSITIONAL),
-                     disabled=not custom, help="index = the seed's: append the position 0, 1, 2… as a feature")
-        c2.selectbox("Pooling", POOLING, **k("pool", model.pooling, POOLING), disabled=not custom)
-        c3.selectbox("Optimizer", OPTIMIZERS, **k("opt", train.optimizer, OPTIMIZERS), disabled=not custom)
-        c4.number_input("Dropout", 0.0, 0.9, step=0.05, **k("drop", model.dropout), disabled=not custom)
-        c1, c2, c3, c4 = st.columns(4)
-        c1.toggle("Residual + norm + feed-forward", **k("block", model.residual), disabled=not custom)
-        c2.toggle("Freeze word vectors", **k("femb", model.freeze_embeddings), disabled=not custom)
-        c3.toggle("Freeze classifier head", **k("fhead", model.freeze_head), disabled=not custom,
-                  help="The seed post froze it to watch only Q, K and V learn.")
-        c4.toggle("Class weights", **k("cw", train.class_weights),
-                  help="Weight the loss by inverse class frequency (for imbalanced data).")
-        c1, c2, c3, c4 = st.columns(4)
-        c1.number_input("Word dropout", 0.0, 0.9, step=0.05, **k("wdrop", model.word_dropout), disabled=not custom,
-                        help="Share of training words read as unknown, so that no single word carries a label.")
-        c2.number_input("Label smoothing", 0.0, 0.45, step=0.05, **k("smooth", train.label_smoothing),
-                        disabled=not custom)
-        c3.selectbox("Learning-rate schedule", LR_SCHEDULES, **k("sched", train.lr_schedule, LR_SCHEDULES),
-                     disabled=not custom, help="linear / cosine: decay to 0 over the planned epochs")
-        c4.number_input("Patience (epochs, 0 = none)", 0, 1000, **k("patience", train.patience or 0), disabled=not custom,
-                        help="Stop when the validation loss has not improved for this many epochs.")
+        with st.container(key="train_advanced"):  # the rows ?hide=advanced hides (ui/projector.py)
+            c1, c2, c3, c4 = st.columns(4)
+            c1.number_input("Layers", 1, 6, **k("layers", model.n_layers), disabled=not custom)
+            c2.number_input("Heads", 1, 8, **k("heads", model.n_heads), disabled=not custom)
+            c3.selectbox("Model dim", dims, **k("dmodel", model.d_model if model.d_model in dims else 64, dims),
+                         disabled=not custom or model.d_model is None)
+            c4.number_input("Validation share", 0.0, 0.5, step=0.05, **k("val", train.val_fraction))
+            c1, c2, c3, c4 = st.columns(4)
+            c1.selectbox("Positions", POSITIONAL, **k("pos", model.positional, POSITIONAL),
+                         disabled=not custom, help="index = the seed's: append the position 0, 1, 2… as a feature")
+            c2.selectbox("Pooling", POOLING, **k("pool", model.pooling, POOLING), disabled=not custom)
+            c3.selectbox("Optimizer", OPTIMIZERS, **k("opt", train.optimizer, OPTIMIZERS), disabled=not custom)
+            c4.number_input("Dropout", 0.0, 0.9, step=0.05, **k("drop", model.dropout), disabled=not custom)
+            c1, c2, c3, c4 = st.columns(4)
+            c1.toggle("Residual + norm + feed-forward", wrap=True, **k("block", model.residual), disabled=not custom)
+            c2.toggle("Freeze word vectors", wrap=True, **k("femb", model.freeze_embeddings), disabled=not custom)
+            c3.toggle("Freeze classifier head", wrap=True, **k("fhead", model.freeze_head), disabled=not custom,
+                      help="The seed post froze it to watch only Q, K and V learn.")
+            c4.toggle("Class weights", wrap=True, **k("cw", train.class_weights),
+                      help="Weight the loss by inverse class frequency (for imbalanced data).")
+            c1, c2, c3, c4 = st.columns(4)
+            c1.number_input("Word dropout", 0.0, 0.9, step=0.05, **k("wdrop", model.word_dropout), disabled=not custom,
+                            help="Share of training words read as unknown, so that no single word carries a label.")
+            c2.number_input("Label smoothing", 0.0, 0.45, step=0.05, **k("smooth", train.label_smoothing),
+                            disabled=not custom)
+            c3.selectbox("Learning-rate schedule", LR_SCHEDULES, **k("sched", train.lr_schedule, LR_SCHEDULES),
+                         disabled=not custom, help="linear / cosine: decay to 0 over the planned epochs")
+            c4.number_input("Patience (epochs, 0 = none)", 0, 1000, **k("patience", train.patience or 0), disabled=not custom,
+                            help="Stop when the validation loss has not improved for this many epochs.")
         c1, c2, c3, c4 = st.columns([2, 1, 1, 1.6])
         c1.text_input("Probe sentence (attention recorded every epoch)", **k("probe", default_probe))
         c2.number_input("Time budget (s, 0 = none)", 0, 3600, **k("budget", int(train.time_budget or 0)))

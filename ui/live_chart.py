@@ -27,6 +27,8 @@ import plotly.graph_objects as go
 import streamlit as st
 import streamlit.components.v1 as components_v1
 
+from ui import projector
+
 _JS = (Path(__file__).with_name("live_chart") / "live_chart.js").read_text(encoding="utf-8")
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 _ASSETS = "live_plotly_assets"
@@ -87,6 +89,11 @@ def live_plotly_chart(fig: go.Figure | str, *, key: str, height: int | None = No
 
     An unchanged figure costs the browser nothing (the chart compares the JSON it drew last).
     """
+    if projector.is_on():  # the projector's style, as every st.plotly_chart gets (ui/projector.py)
+        from ui.figures import PROJECTOR_HEIGHT, for_projector
+
+        fig = for_projector(go.Figure(json.loads(fig)) if isinstance(fig, str) else fig)
+        height = round(height * PROJECTOR_HEIGHT) if height else None  # as the figure's own
     spec = fig if isinstance(fig, str) else fig.to_json()
     if height is None:
         height = (fig.layout.height if isinstance(fig, go.Figure) else json.loads(spec).get("layout", {}).get("height")) or 400
