@@ -1,0 +1,223 @@
+"""A link to any view (ui/view_link.py): parsing and fallbacks of the address's parameters, and the pages
+opened from an address (AppTest with ``at.query_params``)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attention_core.workspaces import WorkspaceStore
+from ui import view_link
+from ui.view_link import BadParam, check_text
+
+TIMEOUT = 90
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLED = "Bundled: default model on UCI sentences"
+
+
+# -- parsing ---------------------------------------------------------------------------------------
+
+
+def test_a_plain_sentence_is_taken_as_it_is():
+    assert check_text("the movie was great, wasn't it?") == "the movie was great, wasn't it?"
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("x" * 10_000, "10,000 characters long"),
+    ("the <b>movie</b>", "markup"),
+    ("<script>alert(1)</script>", "markup"),
+    ("click [here](javascript:alert(1))", "markup"),
+    ("bell\x07", "control characters"),
+    ("   ", "empty"),
+])
+def test_a_bad_sentence_says_what_is_wrong_and_how_to_fix_it(value, why):
+    with pytest.raises(BadParam, match=why) as err:
+        check_text(value)
+    assert " — " in str(err.value) and err.value.hint
+
+
+def test_a_layer_is_counted_from_one_and_a_head_may_be_the_average():
+    layer = view_link.number("layer", "k_layer", 2, 1, what="layer")
+    head = view_link.number("head", "k_head", 4, 4, what="head", extra={"avg": 4})
+    assert layer.parse("1") == 0 and layer.parse("2") == 1
+    assert head.parse("3") == 2 and head.parse("AVG") == 4
+    assert layer.show(1) == "2" and head.show(4) == "avg"
+    for bad in ("0", "3", "-1", "two", ""):
+        with pytest.raises(BadParam, match="this model has 2 layers — use 1–2"):
+            layer.parse(bad)
+    with pytest.raises(BadParam, match="use 1–4 or avg"):
+        head.parse("9")
+
+
+def test_a_choice_takes_its_slugs_only():
+    tab = view_link.choice("tab", "k_tab", {"sentence": "One sentence", "heads": "Head knock-out"}, "sentence")
+    assert tab.parse("heads") == "Head knock-out" and tab.show("Head knock-out") == "heads"
+    assert tab.default == "One sentence"
+    with pytest.raises(BadParam, match="use one of sentence, heads"):
+        tab.parse("Head knock-out")
+
+
+def test_a_switch_is_on_or_off():
+    grid = view_link.flag("grid", "k_grid")
+    assert grid.parse("1") is True and grid.parse("0") is False
+    with pytest.raises(BadParam, match="grid=1"):
+        grid.parse("yes please")
+
+
+def test_a_value_in_a_notice_is_plain_and_short():
+    assert view_link._plain("a`b\nc") == "a b c"
+    shown = view_link._plain("<img src=x onerror=alert(1)>" * 100)
+    assert len(shown) < 80 and shown.endswith("(2,800 characters)")
+
+
+# -- Home opened from an address -------------------------------------------------------------------
+
+
+def visit(page: str = "app.py", **query: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / page), default_timeout=TIMEOUT)
+    at.query_params.update(query)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def query(at: AppTest) -> dict[str, str]:
+    return {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
+
+
+def notices(at: AppTest) -> list[str]:
+    return [i.value for i in at.info if i.value.startswith("The link's")]
+
+
+def copied_link(at: AppTest) -> dict[str, str]:
+    """The parameters of the link in the sidebar's "Copy link to this view"."""
+    (box,) = [b for b in at.sidebar.children.values() if b.type == "popover"
+              and b.proto.popover.label == "Copy link to this view"]
+    (code,) = [c for c in box.children.values() if c.type == "code"]
+    return {k: v[0] for k, v in parse_qs(urlsplit(code.value).query).items()}
+
+
+def test_home_opens_on_the_sentence_layer_and_head_of_its_address(runs_dir):
+    at = visit(sentence="the movie was great", layer="2", head="3", grid="1")
+    assert at.text_input(key="home_text").value == "the movie was great"
+    assert at.radio(key="home_layer").value == "Layer 2" and at.radio(key="home_head").value == "Head 3"
+    assert at.toggle(key="home_grid_on").value is True
+    assert not notices(at)
+    assert query(at) == {"sentence": "the movie was great", "layer": "2", "head": "3", "grid": "1"}
+    assert copied_link(at) == query(at)
+
+
+def test_home_with_defaults_keeps_the_address_empty_and_a_change_goes_into_it(runs_dir):
+    at = visit()
+    assert query(at) == {}
+    at.radio(key="home_head").set_value("Head 2").run()
+    assert query(at) == {"head": "2"}
+    at.text_input(key="home_text").input("i love this fantastic product").run()
+    assert query(at) == {"head": "2", "sentence": "i love this fantastic product"}
+    at.radio(key="home_head").set_value("Average of heads").run()  # back to the default: out of the address
+    assert query(at) == {"sentence": "i love this fantastic product"}
+
+
+@pytest.mark.parametrize(("param", "value", "why"), [
+    ("head", "9", "this model has 4 heads"),
+    ("layer", "0", "this model has 2 layers"),
+    ("sentence", "x" * 10_000, "10,000 characters long"),
+    ("sentence", "<img src=x onerror=alert(1)>", "markup"),
+    ("run", "gone-run", "no run named 'gone-run'"),
+    ("run", "../../etc", "run"),
+    ("grid", "maybe", "on/off switch"),
+    ("tab", "rollout", "Home has no such parameter"),
+])
+def test_a_bad_parameter_falls_back_to_the_default_with_one_short_notice(runs_dir, param, value, why):
+    at = visit(**{param: value, "layer": "2"} if param != "layer" else {param: value})
+    (notice,) = notices(at)
+    assert why in notice and f"`{param}=" in notice
+    assert len(notice) < 260  # short, the value cut
+    assert at.text_input(key="home_text").value == "the food was not good at all"  # the default sentence
+    assert at.radio(key="home_head").value == "Average of heads"
+    assert at.selectbox(key="home_run").value == BUNDLED
+    assert param not in query(at)  # the address is the view again
+    if param != "layer":
+        assert at.radio(key="home_layer").value == "Layer 2"  # the good ones are kept
+    assert not at.exception and not at.error
+    assert not at.get("html"), "a parameter is never rendered as HTML"
+
+
+def test_back_and_forward_put_the_address_s_view_back_absent_parameters_to_their_default(runs_dir, monkeypatch):
+    at = visit(sentence="the movie was great", head="2")
+    at.radio(key="home_layer").set_value("Layer 2").run()
+    assert query(at) == {"sentence": "the movie was great", "head": "2", "layer": "2"}
+    # Back: the browser reruns the page with the address before (Streamlit: is_history_navigation)
+    real = view_link.get_script_run_ctx
+    monkeypatch.setattr(view_link, "get_script_run_ctx",
+                        lambda: SimpleNamespace(is_history_navigation=True) if real() else None)
+    at.query_params.clear()
+    at.query_params.update({"head": "2"})
+    at.run()
+    assert at.radio(key="home_layer").value == "Layer 1"  # absent: the default
+    assert at.text_input(key="home_text").value == "the food was not good at all"
+    assert at.radio(key="home_head").value == "Head 2"
+    assert query(at) == {"head": "2"}
+
+
+def test_an_address_this_session_wrote_does_not_undo_a_change_made_since(runs_dir):
+    at = visit(head="2")
+    at.radio(key="home_head").set_value("Head 3").run()
+    at.query_params["head"] = "2"  # a click's rerun that left before the browser had the last address
+    at.radio(key="home_layer").set_value("Layer 2").run()
+    assert at.radio(key="home_head").value == "Head 3" and query(at) == {"head": "3", "layer": "2"}
+
+
+def test_a_run_of_ones_own_opens_from_its_name(runs_dir):
+    runs_dir.mkdir(parents=True)
+    shutil.copytree(ROOT / "data" / "default_run", runs_dir / "my-run")
+    at = visit(run="my-run", head="1")
+    assert at.selectbox(key="home_run").value == "my-run" and not notices(at)
+    assert query(at) == {"run": "my-run", "head": "1"}
+
+
+# -- shared mode: published runs for everyone, private runs for their workspace -----------------------
+
+
+@pytest.fixture
+def shared(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_SHARED", "1")
+    return tmp_path / "runs"
+
+
+def test_shared_mode_a_private_run_s_link_opens_in_its_workspace_and_says_private_elsewhere(shared):
+    store = WorkspaceStore(shared, shared=True)
+    alice = visit()
+    token = query(alice)["w"]
+    workspace, _ = store.for_token(token)
+    workspace.runs_dir.mkdir(parents=True)
+    shutil.copytree(ROOT / "data" / "default_run", workspace.runs_dir / "alice-run")
+    alice.run().selectbox(key="home_run").set_value("alice-run").run()
+    link = copied_link(alice)
+    assert link == {"run": "alice-run"}  # no private token: a link is for someone else
+    own = visit(w=token, **link)  # her own link, or a browser that remembers her
+    assert own.selectbox(key="home_run").value == "alice-run" and not notices(own)
+    bob = visit(**link)
+    (notice,) = notices(bob)
+    assert "private" in notice and bob.selectbox(key="home_run").value == BUNDLED
+    assert bob.subheader[0].value.startswith("Prediction: ")
+
+
+def test_shared_mode_a_published_run_s_link_works_for_everyone(shared):
+    store = WorkspaceStore(shared, shared=True)
+    workspace, _ = store.for_token(None)
+    workspace.runs_dir.mkdir(parents=True)
+    shutil.copytree(ROOT / "data" / "default_run", workspace.runs_dir / "demo")
+    published = store.publish(workspace, "demo")
+    learner = visit(run="published:demo", layer="2")
+    assert learner.selectbox(key="home_run").value == f"📌 demo — by {published.label}"
+    assert not notices(learner) and query(learner)["run"] == "published:demo"
+    assert copied_link(learner) == {"run": "published:demo", "layer": "2"}
+    gone = visit(run="published:nothing")
+    assert "no published run is named 'nothing'" in notices(gone)[0]
