@@ -6,7 +6,9 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import faithfulness_views as views
+from ui import view_link
 from ui.common import EXAMPLES, kept, page_setup, sidebar_run
+from ui.state import kept_in_state
 
 page_setup("Faithfulness", "⚖️")
 st.title("Is attention an explanation?")
@@ -15,9 +17,15 @@ st.caption(
     "seven methods, erase the words each one ranks highest, switch heads off, and do the same over a whole run."
 )
 
+link = view_link.ViewLink("Faithfulness")  # ?run=…&sentence=…&tab=…&off=1.2,2.4&mode=…
+link.add(view_link.run())
 path, run = sidebar_run("faith_run")
+link.add(*views.view_params(run, EXAMPLES[0]))
+link.write()
 
-tab_sentence, tab_heads, tab_run = st.tabs(["One sentence", "Head knock-out", "The whole run"])
+TABS = list(views.TABS.values())
+kept_in_state("faith_tab", TABS[0], TABS)
+tab_sentence, tab_heads, tab_run = st.tabs(TABS, key="faith_tab", on_change="rerun")  # (the address names the tab)
 
 with tab_run:  # first: a sentence the model cannot read stops the page below, not this report
     if not run.validation[0]:

@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core.workspaces import WorkspaceStore
+from tests.apptest_helpers import chart
 from ui import view_link
 from ui.view_link import BadParam, check_text
 
@@ -221,3 +222,51 @@ def test_shared_mode_a_published_run_s_link_works_for_everyone(shared):
     assert copied_link(learner) == {"run": "published:demo", "layer": "2"}
     gone = visit(run="published:nothing")
     assert "no published run is named 'nothing'" in notices(gone)[0]
+
+
+# -- Inspect and Faithfulness opened from an address --------------------------------------------------
+
+
+def test_inspect_opens_on_the_tab_method_layer_head_and_epoch_of_its_address(runs_dir):
+    at = visit("pages/2_Inspect.py", sentence="the movie was great", tab="time-lapse", method="grad-norm",
+               layer="1", head="2", epoch="0")
+    assert not notices(at)
+    assert at.text_input(key="inspect_text").value == "the movie was great"
+    assert at.session_state["inspect_tab"] == "Time-lapse"
+    assert at.selectbox(key="inspect_method").value == "grad_norm"
+    assert (at.selectbox(key="inspect_tl_layer").value, at.selectbox(key="inspect_tl_head").value) == (0, 1)
+    lapse = chart(at, "inspect_time_lapse")
+    assert lapse["layout"]["sliders"][0]["active"] == 0 and lapse["layout"]["title"]["text"].startswith("<b>Epoch 0</b>")
+    assert query(at) == {"sentence": "the movie was great", "tab": "time-lapse", "method": "grad-norm", "layer": "1",
+                         "head": "2", "epoch": "0"}
+    at.selectbox(key="inspect_tl_head").set_value(2).run()  # the time-lapse's head: the address's head on that tab
+    assert query(at)["head"] == "3"
+
+
+def test_inspect_opens_a_validation_row_and_a_wrong_one_falls_back(runs_dir):
+    at = visit("pages/2_Inspect.py", val="3")
+    assert at.radio(key="inspect_source").value == "Pick one from the validation set"
+    assert at.selectbox(key="inspect_val_default_run").value == 3
+    assert query(at) == {"val": "3"}
+    wrong = visit("pages/2_Inspect.py", val="100000", tab="nope", head="avg")
+    assert sorted(n.split("`")[1].split("=")[0] for n in notices(wrong)) == ["tab", "val"]
+    assert wrong.radio(key="inspect_source").value == "Type a sentence" and query(wrong) == {}
+
+
+def test_an_epoch_the_time_lapse_does_not_have_says_so_and_opens_on_the_last(runs_dir):
+    at = visit("pages/2_Inspect.py", tab="time-lapse", epoch="7")
+    assert any("epoch 7 is not one of this time-lapse's" in c.value for c in at.caption)
+    assert chart(at, "inspect_time_lapse")["layout"]["sliders"][0]["active"] > 0
+
+
+def test_faithfulness_opens_on_its_tab_heads_off_and_mode(runs_dir):
+    at = visit("pages/7_Faithfulness.py", sentence="the movie was great", tab="heads", off="1.2,2.4", mode="uniform")
+    assert not notices(at)
+    assert at.multiselect(key="faith_heads").value == ["1.2", "2.4"] and at.radio(key="faith_mode").value == "uniform"
+    assert at.session_state["faith_tab"] == "Head knock-out"
+    assert any("1.2, 2.4 off" in m.value for m in at.markdown)
+    at.multiselect(key="faith_heads").unselect("1.2").run()
+    assert query(at) == {"sentence": "the movie was great", "tab": "heads", "off": "2.4", "mode": "uniform"}
+    bad = visit("pages/7_Faithfulness.py", off="1.2,9.9", mode="<b>x</b>")
+    assert len(notices(bad)) == 2 and any("no head 9.9" in n for n in notices(bad))
+    assert bad.multiselect(key="faith_heads").value == [] and bad.radio(key="faith_mode").value == "zero"

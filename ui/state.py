@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-_PUT = "state_put_keys"  # widgets given a value by put, not drawn since
+_PUT = "state_put_keys"  # widgets given a value by put during this page run
 
 
 def kept(key: str, default: object = None, options: Sequence | None = None) -> dict:
@@ -32,10 +32,8 @@ def kept(key: str, default: object = None, options: Sequence | None = None) -> d
     copy = _copy(key)
     if key in st.session_state:  # the widget's current value (a form's: as last submitted)
         st.session_state[copy] = st.session_state[key]
-    put_keys = st.session_state.get(_PUT, set())
-    if key in put_keys and (options is None or st.session_state[key] in options):
-        put_keys.discard(key)  # its value is in its key already (put): a starting value as well would be a warning
-        return {"key": key}
+    if key in st.session_state.get(_PUT, ()) and (options is None or st.session_state[key] in options):
+        return {"key": key}  # its value is in its key already (put): a starting value as well would be a warning
     value = st.session_state.get(copy, default)
     if options is None:
         return {"key": key, "value": value}
@@ -73,6 +71,11 @@ def put(key: str, value: object) -> None:
     st.session_state[key] = value
     st.session_state[_copy(key)] = value
     st.session_state.setdefault(_PUT, set()).add(key)
+
+
+def new_run() -> None:
+    """Forget which widgets :func:`put` gave a value: called as a page run begins (``ui.view_link``)."""
+    st.session_state[_PUT] = set()
 
 
 def _copy(key: str) -> str:

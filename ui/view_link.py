@@ -85,6 +85,7 @@ class ViewLink:
     def __init__(self, page: str) -> None:
         self.page = page
         self.params: dict[str, Param] = {}
+        state.new_run()
         ctx = get_script_run_ctx()
         self.history = bool(ctx is not None and ctx.is_history_navigation)  # Back / Forward
         self.address = {k: st.query_params[k] for k in st.query_params}
