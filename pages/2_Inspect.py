@@ -7,7 +7,6 @@ import streamlit as st
 from ui import inspect_views as views
 from ui import view_link
 from ui.common import EXAMPLES, kept, page_setup, sidebar_run
-from ui.state import kept_in_state
 
 page_setup("Inspect", "🔬")
 st.title(":material/biotech: Inspect a model")
@@ -47,9 +46,7 @@ n_layers, n_heads = ex.attention.shape[:2]
 views.prediction(ex, true_label)
 views.keep_layer_and_head_choices(n_layers, n_heads)
 
-TABS = list(views.TABS.values())
-kept_in_state("inspect_tab", TABS[0], TABS)
-tabs = st.tabs(TABS, key="inspect_tab", on_change="rerun")  # (a switch reruns the page: the address names the tab)
+tabs = view_link.tabs("inspect_tab", list(views.TABS.values()))
 with tabs[0]:
     zoom = views.model_view(ex)
 with tabs[1]:

@@ -8,7 +8,6 @@ import streamlit as st
 from ui import faithfulness_views as views
 from ui import view_link
 from ui.common import EXAMPLES, kept, page_setup, sidebar_run
-from ui.state import kept_in_state
 
 page_setup("Faithfulness", "⚖️")
 st.title("Is attention an explanation?")
@@ -23,9 +22,7 @@ path, run = sidebar_run("faith_run")
 link.add(*views.view_params(run, EXAMPLES[0]))
 link.write()
 
-TABS = list(views.TABS.values())
-kept_in_state("faith_tab", TABS[0], TABS)
-tab_sentence, tab_heads, tab_run = st.tabs(TABS, key="faith_tab", on_change="rerun")  # (the address names the tab)
+tab_sentence, tab_heads, tab_run = view_link.tabs("faith_tab", list(views.TABS.values()))
 
 with tab_run:  # first: a sentence the model cannot read stops the page below, not this report
     if not run.validation[0]:

@@ -270,3 +270,24 @@ def test_faithfulness_opens_on_its_tab_heads_off_and_mode(runs_dir):
     bad = visit("pages/7_Faithfulness.py", off="1.2,9.9", mode="<b>x</b>")
     assert len(notices(bad)) == 2 and any("no head 9.9" in n for n in notices(bad))
     assert bad.multiselect(key="faith_heads").value == [] and bad.radio(key="faith_mode").value == "zero"
+
+
+@pytest.mark.parametrize(("page", "address", "state"), [
+    ("pages/1_Train.py", {"dataset": "small", "preset": "seed"},
+     {"train_source": "small.csv (the seed post's 39 product reviews)", "train_preset": "Seed (the Julia post)"}),
+    ("pages/3_Self_attention.py", {"query": "step", "tab": "sqrt-dk"},
+     {"selfattn_query": "step", "selfattn_tab": "3 · Why divide by √d_k"}),
+    ("pages/4_Cross_attention_and_masks.py", {"tab": "masks"}, {"cross_tab": "3 · Your sentences and masks"}),
+    ("pages/5_Backpropagation.py", {"tab": "backward"}, {"backprop_tab": "(c) the scale in the backward pass"}),
+])
+def test_train_and_the_explainers_open_on_their_main_choice(runs_dir, page, address, state):
+    at = visit(page, **address)
+    assert not notices(at)
+    assert {k: at.session_state[k] for k in state} == state
+    assert query(at) == address and copied_link(at) == address
+
+
+def test_every_page_names_a_parameter_it_does_not_have(runs_dir):
+    at = visit("pages/6_Seed_experiment.py", layer="2")
+    assert notices(at) == ["The link's `layer=2` was left out: Seed experiment has no such parameter"]
+    assert query(at) == {} and copied_link(at) == {}

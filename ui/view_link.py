@@ -237,6 +237,13 @@ def number(name: str, key: str, count: int, default: object, *, what: str,
                  lambda v: shown[v], default)
 
 
+def tabs(key: str, labels: Sequence[str]) -> Sequence:
+    """``st.tabs`` whose choice is a widget value (``key``): kept across pages, named in the address by
+    a :func:`choice` of the same key. A switch reruns the page, so the address follows it."""
+    state.kept_in_state(key, labels[0], labels)
+    return st.tabs(list(labels), key=key, on_change="rerun")
+
+
 def check_text(text: str) -> str:
     """A sentence from the address: plain text of at most :data:`MAX_TEXT` characters, else :class:`BadParam`."""
     if len(text) > MAX_TEXT:
