@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -161,7 +161,8 @@ class ViewLink:
     def link(self) -> str:
         """This view's address for someone else: the page's URL and its parameters, without ``w``."""
         query = urlencode(self.query(private=False))
-        return (st.context.url or "") + (f"?{query}" if query else "")
+        page = urlsplit(st.context.url or "")
+        return urlunsplit((page.scheme, page.netloc, page.path or ("/" if page.netloc else ""), query, ""))
 
 
 def refresh() -> None:
