@@ -291,3 +291,23 @@ def test_every_page_names_a_parameter_it_does_not_have(runs_dir):
     at = visit("pages/6_Seed_experiment.py", layer="2")
     assert notices(at) == ["The link's `layer=2` was left out: Seed experiment has no such parameter"]
     assert query(at) == {} and copied_link(at) == {}
+
+
+def test_a_page_switch_keeps_the_view_and_a_link_from_another_page_is_read(runs_dir):
+    at = visit(head="3")  # Home, then Inspect with an address of its own, changed since
+    at.switch_page("pages/2_Inspect.py")
+    at.query_params.clear()
+    at.query_params.update({"head": "2"})
+    at.run()
+    assert at.selectbox(key="inspect_head").value == 1
+    at.selectbox(key="inspect_head").set_value(2).run()
+    assert query(at) == {"head": "3"}
+    at.switch_page("app.py")
+    at.query_params.clear()  # the sidebar's link: no parameters
+    at.run()
+    assert at.radio(key="home_head").value == "Head 3" and query(at) == {"head": "3"}  # Home as it was left
+    at.switch_page("pages/2_Inspect.py")
+    at.query_params.clear()
+    at.query_params.update({"head": "2"})  # e.g. a question's answer linking to the view that shows why
+    at.run()
+    assert at.selectbox(key="inspect_head").value == 1 and query(at) == {"head": "2"}

@@ -40,7 +40,7 @@ GLOBAL = ("w", "projector", "hide")  # parameters of every page, kept as they ar
 PRIVATE = ("w",)  # never in a link for someone else
 MAX_TEXT = 500  # the pages' sentence boxes take as many characters
 _MARKUP = re.compile(r"<\s*/?\s*[a-zA-Z!][^>]*>|javascript:|\]\(|[\x00-\x08\x0b-\x1f\x7f]")
-_WRITTEN = "view_link_written"  # the addresses this session wrote lately (newest last)
+_WRITTEN = "view_link_written"  # (page, address) the current page wrote lately, newest last
 _RECENT = 8  # a click's rerun may leave before the browser has applied the previous write
 _PAGE = "view_link_page"  # the current page's link, for a fragment's rerun (refresh)
 
@@ -89,8 +89,11 @@ class ViewLink:
         ctx = get_script_run_ctx()
         self.history = bool(ctx is not None and ctx.is_history_navigation)  # Back / Forward
         self.address = {k: st.query_params[k] for k in st.query_params}
-        written = st.session_state.get(_WRITTEN, [])
-        self.reading = self.history or _encoded(self._own(self.address)) not in written
+        own = self._own(self.address)
+        # An address with no parameters of a page, outside Back / Forward, is a page switch: the view
+        # it had stays. One with parameters is read unless this page wrote it (lately: a click's
+        # rerun may leave before the browser has applied the last write).
+        self.reading = self.history or bool(own) and (page, _encoded(own)) not in st.session_state.get(_WRITTEN, [])
         self.notices = st.container()  # at the top of the page, where declarations put their notices
         if self.reading:
             known = set(GLOBAL)
@@ -152,7 +155,9 @@ class ViewLink:
         wanted = self.query()
         current = {k: st.query_params[k] for k in st.query_params}
         written = st.session_state.setdefault(_WRITTEN, [])
-        written.append(_encoded(self._own(wanted)))
+        if written and written[-1][0] != self.page:
+            written.clear()  # another page's: a link back to this page's earlier address is read again
+        written.append((self.page, _encoded(self._own(wanted))))
         del written[:-_RECENT]
         if wanted != current:
             st.query_params.from_dict(wanted)
