@@ -3,6 +3,7 @@ opened from an address (AppTest with ``at.query_params``)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -130,7 +131,8 @@ def test_home_with_defaults_keeps_the_address_empty_and_a_change_goes_into_it(ru
     ("sentence", "x" * 10_000, "10,000 characters long"),
     ("sentence", "<img src=x onerror=alert(1)>", "markup"),
     ("run", "gone-run", "no run named 'gone-run'"),
-    ("run", "../../etc", "run"),
+    ("run", "../../etc", "not a run's name"),
+    ("run", "![x](http://example.com/a.png)", "not a run's name"),
     ("grid", "maybe", "on/off switch"),
     ("tab", "rollout", "Home has no such parameter"),
 ])
@@ -147,6 +149,7 @@ def test_a_bad_parameter_falls_back_to_the_default_with_one_short_notice(runs_di
         assert at.radio(key="home_layer").value == "Layer 2"  # the good ones are kept
     assert not at.exception and not at.error
     assert not at.get("html"), "a parameter is never rendered as HTML"
+    assert "](" not in re.sub(r"`[^`]*`", "", notice), "nor as Markdown: a value stays in its code span"
 
 
 def test_back_and_forward_put_the_address_s_view_back_absent_parameters_to_their_default(runs_dir, monkeypatch):

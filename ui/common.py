@@ -218,14 +218,18 @@ def run_link_name(choice: str) -> str | None:
 
 def run_from_link(value: str) -> str:
     """The model picker's choice for a link's ``run``; a ``RunError`` (what is wrong, how to fix it)
-    for a malformed name, a run that does not exist here, or another workspace's private run."""
-    if value.startswith(PUBLISHED_LINK):
-        name = check_run_name(value[len(PUBLISHED_LINK):])
+    for a malformed name, a run that does not exist here, or another workspace's private run. The
+    message quotes a name only once it is a run's name (letters, digits, '-', '_', '.')."""
+    published = value.startswith(PUBLISHED_LINK)
+    try:
+        name = check_run_name(value[len(PUBLISHED_LINK):] if published else value)
+    except RunError:
+        raise RunError("that is not a run's name", "a run's name has letters, digits, '-', '_' and '.'") from None
+    if published:
         for run in published_runs():
             if run.name == name:
                 return published_choice(run)
         raise RunError(f"no published run is named {name!r}", "your teacher may have unpublished it")
-    name = check_run_name(value)
     if name in run_choices() and name != BUNDLED_NAME:
         return name
     store = workspace_store()
