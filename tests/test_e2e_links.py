@@ -104,6 +104,17 @@ def test_the_address_follows_the_view_back_goes_back_and_a_copied_link_opens_it_
         other.goto(link)
         expect(theirs.get_by_role("tab", name="Rollout and saliency")).to_have_attribute("aria-selected", "true")
         expect(theirs.get_by_label("Your sentence")).to_have_value("i love this fantastic product")
+
+        # Faithfulness: the knock-out block reruns alone (a fragment); the address follows it all the same
+        page.goto(f"{url}/Faithfulness?tab=heads")
+        expect(main.get_by_role("tab", name="Head knock-out")).to_have_attribute("aria-selected", "true")
+        main.get_by_role("combobox", name=re.compile("Heads to switch off")).click()
+        page.get_by_role("option", name="1.2", exact=True).click()
+        page.wait_for_url(re.compile(r"[?&]off=1\.2"))
+        page.keyboard.press("Escape")
+        main.get_by_role("radiogroup", name="How").get_by_text("Make its attention uniform").click()
+        page.wait_for_url(re.compile(r"[?&]mode=uniform"))
+        assert params(page.url) == {"tab": "heads", "off": "1.2", "mode": "uniform"}
         assert not other.get_by_test_id("stException").count() and not page.get_by_test_id("stException").count()
 
 

@@ -38,8 +38,12 @@ def view_params(run: Run, path: Path) -> list[view_link.Param]:
     val_texts = run.validation[0]
     n_layers, n_heads = run.model_config.n_attention_maps, run.model_config.n_heads
     val_key = f"inspect_val_{path.name}"
-    typed = lambda: state.current("inspect_source", SOURCES[0]) == SOURCES[0] or not val_texts  # noqa: E731
-    on_time_lapse = lambda: state.current("inspect_tab", TABS["model-view"]) == TABS["time-lapse"]  # noqa: E731
+
+    def typed() -> bool:  # the sentence is typed, not a validation row
+        return state.current("inspect_source", SOURCES[0]) == SOURCES[0] or not val_texts
+
+    def on_time_lapse() -> bool:  # layer and head are then the time-lapse's
+        return state.current("inspect_tab", TABS["model-view"]) == TABS["time-lapse"]
 
     def put_text(text: object) -> None:
         state.put("inspect_text", text)
