@@ -644,12 +644,24 @@ class RunSummary:
     n_heads: int
 
 
+def read_history(path: str | os.PathLike) -> History:
+    """The training history of the run at ``path``, without its weights or word vectors; ``RunError``
+    if ``history.json`` cannot be read."""
+    path = Path(path)
+    data = _read_json(path / "history.json")
+    data.pop("validation", None)
+    try:
+        return History.from_dict(data)
+    except (KeyError, TypeError, ValueError) as err:
+        raise RunError(f"{path} has a malformed history ({type(err).__name__}: {err})", "re-train the run") from err
+
+
 def read_run_summary(path: str | os.PathLike) -> RunSummary:
     """The :class:`RunSummary` of the run at ``path``; ``RunError`` if its files cannot be read."""
     path = Path(path)
     cfg = _read_json(path / "config.json")
+    history = read_history(path)
     try:
-        history = History.from_dict(_read_json(path / "history.json"))
         kept = history.kept_epoch
         record = next((e for e in history.epochs if e.epoch == kept), None)
         return RunSummary(

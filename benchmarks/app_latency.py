@@ -62,8 +62,8 @@ FOUR_SESSION_EPOCHS = 10  # each ~3 s alone: the four overlap for most of their 
 EPOCHS = 25  # the default preset on 3,000 sentences: ~15 s of training, watched for 8 s of it
 
 
-def launch_browser(pw):
-    return pw.chromium.launch(executable_path=chromium_executable(), args=CHROMIUM_ARGS)
+def launch_browser(pw, nice: int = 0):
+    return pw.chromium.launch(executable_path=chromium_executable(nice), args=CHROMIUM_ARGS)
 
 
 def cold_start(pw, runs: Path, repeats: int = 3) -> tuple[list[float], list[float]]:

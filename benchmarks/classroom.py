@@ -62,9 +62,8 @@ def learner_csvs(folder: Path, n: int, rows: int) -> list[Path]:
     return paths
 
 
-def resident_mb() -> float:
-    """Resident memory of this benchmark's Streamlit server and its training processes, in MB: the
-    processes descending from this one (other servers on the machine are not counted)."""
+def _our_processes() -> set[int]:
+    """The processes descending from this one (other servers on the machine are not counted)."""
     parents: dict[int, int] = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -77,8 +76,29 @@ def resident_mb() -> float:
         more = {pid for pid, parent in parents.items() if parent in ours} - ours
         ours |= more
         grew = bool(more)
+    return ours - {os.getpid()}
+
+
+def server_cpu_seconds() -> float:
+    """CPU seconds (user + system) the Streamlit server process has used so far, its training processes
+    not counted: one Python process whose sessions share one interpreter lock, so near 1 core it is
+    the bottleneck of every page."""
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in _our_processes():
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if "streamlit" in cmd and "runner.worker" not in cmd:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                return (int(fields[11]) + int(fields[12])) / tick
+        except OSError:
+            continue
+    return float("nan")
+
+
+def resident_mb() -> float:
+    """Resident memory of this benchmark's Streamlit server and its training processes, in MB."""
     total = 0
-    for pid in ours - {os.getpid()}:
+    for pid in _our_processes():
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             if "streamlit" not in cmd and "runner.worker" not in cmd:
@@ -116,6 +136,10 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1000, help="rows of each learner's CSV")
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--max-trainings", type=int, default=None, help="ATTENTION_PLAYGROUND_MAX_TRAININGS (default: the app's)")
+    ap.add_argument("--learner-browsers-nice", type=int, default=0, metavar="N",
+                    help="run the training learners' Chromium at nice N, the typing learner's in a Chromium of its "
+                         "own at 0: as if the learners' browsers ran on their own machines, as in a class "
+                         "(default 0: one Chromium for all, everything on this machine's cores)")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -127,9 +151,10 @@ def main() -> None:
         if args.max_trainings:
             env["ATTENTION_PLAYGROUND_MAX_TRAININGS"] = str(args.max_trainings)
         with app_server(runs, env=env, timeout=120) as url, sync_playwright() as pw:
-            browser = launch_browser(pw)
-            pages = [learner_page(browser, timeout_ms=300_000) for _ in range(args.learners + 1)]
-            learners, typist = pages[:-1], pages[-1]
+            browser = launch_browser(pw, nice=args.learner_browsers_nice)
+            typist_browser = launch_browser(pw) if args.learner_browsers_nice else browser
+            learners = [learner_page(browser, timeout_ms=300_000) for _ in range(args.learners)]
+            typist = learner_page(typist_browser, timeout_ms=300_000)
             links = []
             for p, c in zip(learners, csvs, strict=True):  # each a private link, then their CSV on Train
                 links.append(open_as_new_learner(p, url, "Train"))
@@ -140,6 +165,7 @@ def main() -> None:
             memory = MemorySampler()
             memory.start()
             health = HealthProbe(url)
+            cpu0 = server_cpu_seconds()
             t0 = time.perf_counter()
             for p in learners:  # within a few seconds of each other, as a class told "press Start"
                 p.get_by_test_id("stMain").get_by_role("button", name="Start training").click()
@@ -159,6 +185,7 @@ def main() -> None:
                     break
                 if len(finished_at) < len(learners):
                     typing += [1000 * t for t in type_sentences(typist, range(len(typing), len(typing) + 2))]
+            server_cores = (server_cpu_seconds() - cpu0) / (time.perf_counter() - t0)
             checks = health.stop()
             peak_mb = memory.stop()
             last_finish = max(finished_at.values()) if finished_at else float("nan")
@@ -178,17 +205,20 @@ def main() -> None:
             workspaces = sorted((runs / "workspaces").glob("*")) if (runs / "workspaces").exists() else []
             runs_per_workspace = [len([r for r in w.iterdir() if (r / "config.json").exists()]) for w in workspaces]
             browser.close()
+            if typist_browser is not browser:
+                typist_browser.close()
 
     latencies = [ms for _, ms in checks]
     result = {
-        "learners": args.learners, "rows": args.rows, "epochs": args.epochs, "cores": os.cpu_count(),
+        "learners": args.learners, "learner_browsers_nice": args.learner_browsers_nice,
+        "rows": args.rows, "epochs": args.epochs, "cores": os.cpu_count(),
         "all_finished": len(finished_at) == len(learners), "finished_at_s": sorted(round(v, 1) for v in finished_at.values()),
         "last_training_finished_s": round(last_finish, 1), "runs_per_workspace": runs_per_workspace,
         "each_sees_own_run_only": own_only, "waited_in_line": len({p.split(':')[0] for p in places}),
         "places_shown": sorted(set(places))[:20],
         "health_ms_p95": round(p95(latencies), 1), "health_ms_max": round(max(latencies), 1),
         "typing_ms_p95": round(p95(typing), 1), "typing_ms_median": round(statistics.median(typing), 1),
-        "server_memory_peak_mb": round(peak_mb),
+        "server_memory_peak_mb": round(peak_mb), "server_process_cores": round(server_cores, 2),
     }
     ok = (result["all_finished"] and own_only and result["health_ms_p95"] < HEALTH_P95_MS
           and result["typing_ms_p95"] <= TYPING_P95_MS)
@@ -201,6 +231,7 @@ def main() -> None:
         ("health p95 / max", f"{result['health_ms_p95']} / {result['health_ms_max']} ms (goal p95 < {HEALTH_P95_MS:.0f})"),
         ("typing learner: sentence → heatmap p95", f"{result['typing_ms_p95']} ms (goal ≤ {TYPING_P95_MS:.0f})"),
         ("server + trainings, resident memory peak", f"{result['server_memory_peak_mb']} MB"),
+        ("server process CPU during the load", f"{result['server_process_cores']} cores (one interpreter lock)"),
         ("learners per core held", result["learners_per_core_held"]),
     ]
     for name, value in rows:

@@ -26,18 +26,23 @@ CHROMIUM_ARGS = [
 ]
 
 
-def chromium_executable() -> str:
-    """Debian's Chromium, started the way a normal user's browser runs.
+def chromium_executable(nice: int = 0) -> str:
+    """Debian's Chromium, started the way a normal user's browser runs (``nice``: at that
+    scheduling priority, e.g. to stand for browsers on other machines in a benchmark).
 
     As root, Chromium raises the priority of its GPU (software compositing), IO and
     compositor threads to nice -8, above the Streamlit server and the training processes
     it is supposed to be watching; a normal user cannot do that. The tests and benchmarks
     run as root here, so the browser is started without that right (``CAP_SYS_NICE``).
     """
-    if os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists():
+    as_root = os.geteuid() == 0 and Path("/usr/bin/setpriv").exists()
+    if not as_root and not nice:
         return CHROMIUM
-    wrapper = Path(tempfile.gettempdir()) / "attention-playground-chromium"
-    text = f'#!/bin/sh\nexec /usr/bin/setpriv --inh-caps=-sys_nice --bounding-set=-sys_nice {CHROMIUM} "$@"\n'
+    command = f"/usr/bin/setpriv --inh-caps=-sys_nice --bounding-set=-sys_nice {CHROMIUM}" if as_root else CHROMIUM
+    if nice:
+        command = f"/usr/bin/nice -n {int(nice)} {command}"
+    wrapper = Path(tempfile.gettempdir()) / f"attention-playground-chromium{f'-nice{int(nice)}' if nice else ''}"
+    text = f'#!/bin/sh\nexec {command} "$@"\n'
     if not wrapper.exists() or wrapper.read_text() != text:
         tmp = wrapper.with_suffix(f".{os.getpid()}")
         tmp.write_text(text)

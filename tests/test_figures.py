@@ -182,3 +182,20 @@ def test_attention_grid_labels_tokens_once_per_row_and_column_of_maps():
         x, y = fig.layout[f"xaxis{i + 1 if i else ''}"], fig.layout[f"yaxis{i + 1 if i else ''}"]
         assert x.showticklabels == (row == n_layers - 1), (row, col)
         assert y.showticklabels == (col == 0), (row, col)
+
+
+
+def test_figures_take_the_app_template_whatever_the_default_was(monkeypatch):
+    """Importing Streamlit makes its own template plotly's default; the app's figures still get the app's
+    (each figure function makes it the default while it builds, instead of naming it per figure)."""
+    import streamlit  # noqa: F401  — registers its template, as in the app
+
+    from ui import explainer_figures, faithfulness_figures
+
+    ours = json.loads(json.dumps(pio.templates[figures.TEMPLATE].to_plotly_json()))
+    w = np.full((3, 3), 1 / 3)
+    for make in (lambda: figures.attention_heatmap(w, ["a", "b", "c"]),
+                 lambda: explainer_figures.blue_matrix(w, ["a", "b", "c"], ["x", "y", "z"]),
+                 lambda: faithfulness_figures.pruning_curve(["none", "1.1"], [0.9, 0.8])):
+        monkeypatch.setattr(pio.templates, "default", "streamlit")  # what `import streamlit` does
+        assert spec(make())["layout"]["template"] == ours

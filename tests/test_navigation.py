@@ -28,6 +28,7 @@ FOLLOWED = {
     ("ui/home.py", "page_link", "'pages/2_Inspect.py'"): "test_home_links_lead_to_their_pages",
     ("ui/background.py", "page_link", "pages[page]"): "test_sidebar_links_to_a_training_lead_to_its_page",
     ("ui/train_views.py", "switch_page", "home_page()"): "test_open_on_home_opens_the_run_on_home",
+    ("ui/quiz_views.py", "page_link", "page.path"): "test_check_yourself_links_to_the_view_that_shows_why",
 }
 
 
@@ -137,3 +138,27 @@ def test_open_on_home_opens_the_run_on_home(runs_dir):
     assert not at.exception, at.exception  # was: Could not find page: `app.py`
     assert current_page(at) == "" and at.title[0].value == "Attention Playground"
     assert at.selectbox(key="home_run").value == "mine"
+
+
+def test_check_yourself_links_to_the_view_that_shows_why():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.session_state["quiz_seed"] = 0
+    at.run()
+    at.switch_page("pages/8_Check_yourself.py").run()
+    at._page_hash = ""
+    followed = set()
+    for _ in range(8):  # the sentence's questions, of every kind: follow one link to each page they lead to
+        state = at.session_state["quiz_state"]
+        at.radio(key=f"quiz_choice_{len(state.asked)}").set_value(state.current.answer).run()
+        at.button(key="quiz_check").click().run()
+        (link,) = at.get("page_link")
+        target = state.current.view.page
+        if target not in followed:
+            follow(at, link.proto.page_script_hash)
+            assert not at.exception, at.exception
+            assert current_page(at) == target
+            followed.add(target)
+            at.switch_page("pages/8_Check_yourself.py").run()  # back: the same question, revealed
+            at._page_hash = ""
+        at.button(key="quiz_next").click().run()
+    assert followed == {"Inspect", "Faithfulness"}

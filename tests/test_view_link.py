@@ -282,6 +282,7 @@ def test_faithfulness_opens_on_its_tab_heads_off_and_mode(runs_dir):
      {"selfattn_query": "step", "selfattn_tab": "3 · Why divide by √d_k"}),
     ("pages/4_Cross_attention_and_masks.py", {"tab": "masks"}, {"cross_tab": "3 · Your sentences and masks"}),
     ("pages/5_Backpropagation.py", {"tab": "backward"}, {"backprop_tab": "(c) the scale in the backward pass"}),
+    ("pages/8_Check_yourself.py", {"sentence": "i love this fantastic product"}, {"quiz_text": "i love this fantastic product"}),
 ])
 def test_train_and_the_explainers_open_on_their_main_choice(runs_dir, page, address, state):
     at = visit(page, **address)

@@ -14,12 +14,13 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ui.figures import TEMPLATE, attention_heatmap, matrix_table
+from ui.figures import attention_heatmap, matrix_table, themed
 
 HIGHLIGHT = "#ff7f0e"
 UNSCALED, SCALED = "#d62728", "#1f77b4"
 
 
+@themed
 def matrix(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, title: str = "", highlight: int | None = None,
            colorscale: str = "RdBu", symmetric: bool = True, zmin: float | None = None, zmax: float | None = None) -> go.Figure:
     """:func:`ui.figures.matrix_table` (values to 4 decimals) sized to its rows, with row ``highlight`` outlined."""
@@ -36,11 +37,13 @@ def matrix(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, titl
     return fig
 
 
+@themed
 def blue_matrix(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], **kwargs) -> go.Figure:
     """:func:`matrix` in one-sided blues, for scores and weights (keyword arguments as for :func:`matrix`)."""
     return matrix(values, rows, cols, colorscale="Blues", symmetric=False, **kwargs)
 
 
+@themed
 def number_table(values: Mapping[str, Sequence[float]], cols: Sequence[str], *, decimals: int = 4) -> go.Figure:
     """One row per entry of ``values``; ``inf`` and ``nan`` are written out and shown in red.
 
@@ -66,10 +69,11 @@ def number_table(values: Mapping[str, Sequence[float]], cols: Sequence[str], *, 
                "font": {"color": [["#222"] * len(names), *font], "size": 13}, "height": 28},
         columnwidth=[max(2.0, max(map(len, names)) / 9)] + [1] * (len(cols) + 1),
     ))  # fmt: skip
-    fig.update_layout(template=TEMPLATE, height=20 + 30 * (len(names) + 1), margin={"l": 0, "r": 0, "t": 4, "b": 0})
+    fig.update_layout(height=20 + 30 * (len(names) + 1), margin={"l": 0, "r": 0, "t": 4, "b": 0})
     return fig
 
 
+@themed
 def sqrt_dk_figure(dims: Sequence[int], curves: Mapping[str, tuple[Sequence[float], Sequence[float]]], *,
                    n_keys: int) -> go.Figure:
     """Three panels over d (log axis): each entry of ``curves`` is (unscaled, scaled) values per d.
@@ -96,11 +100,12 @@ def sqrt_dk_figure(dims: Sequence[int], curves: Mapping[str, tuple[Sequence[floa
     fig.update_yaxes(type="log", tickvals=[0.5, 1, 2, 4, 8, 16, 32], row=1, col=1)
     fig.update_yaxes(rangemode="tozero", row=1, col=2)
     fig.update_yaxes(rangemode="tozero", row=1, col=3)
-    fig.update_layout(template=TEMPLATE, height=400, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    fig.update_layout(height=400, margin={"l": 10, "r": 10, "t": 40, "b": 10},
                       legend={"orientation": "h", "y": -0.22, "x": 0})
     return fig
 
 
+@themed
 def softmax_bars(unscaled: Sequence[float], scaled: Sequence[float], *, d: int) -> go.Figure:
     """One query's weights over its keys, unscaled vs scaled, at dimension d."""
     keys = [f"k{j + 1}" for j in range(len(unscaled))]
@@ -108,7 +113,7 @@ def softmax_bars(unscaled: Sequence[float], scaled: Sequence[float], *, d: int) 
     for name, y, color in (("unscaled", unscaled, UNSCALED), ("scaled by 1/√d", scaled, SCALED)):
         fig.add_trace(go.Bar(x=keys, y=np.asarray(y, dtype=float), name=name, marker_color=color,
                              hovertemplate="%{x}: %{y:.4f}<extra>" + name + "</extra>"))
-    fig.update_layout(template=TEMPLATE, barmode="group", height=280, title={"text": f"one query, d = {d}", "font": {"size": 14}},
+    fig.update_layout(barmode="group", height=280, title={"text": f"one query, d = {d}", "font": {"size": 14}},
                       margin={"l": 10, "r": 10, "t": 40, "b": 10}, yaxis={"title": "weight", "range": [0, 1.02]},
                       legend={"orientation": "h", "y": 1.12, "x": 1, "xanchor": "right"})
     return fig
@@ -139,6 +144,7 @@ def _sub(text: str) -> str:
     return re.sub(r"_(\w+)", r"<sub>\1</sub>", text)
 
 
+@themed
 def shape_diagram(shapes: Mapping[str, Sequence[int]]) -> go.Figure:
     """Seed 004's cross-attention as boxes and arrows, each box with its real shape.
 
@@ -161,11 +167,12 @@ def shape_diagram(shapes: Mapping[str, Sequence[int]]) -> go.Figure:
                                  marker={"symbol": "square", "size": 14, "color": _COLORS[kind], "line": {"color": "#888", "width": 1}}))
     fig.update_xaxes(visible=False, range=[-0.1, 11.5], fixedrange=True)
     fig.update_yaxes(visible=False, range=[-0.15, 4.85], fixedrange=True)
-    fig.update_layout(template=TEMPLATE, height=430, margin={"l": 0, "r": 0, "t": 10, "b": 0}, dragmode=False,
+    fig.update_layout(height=430, margin={"l": 0, "r": 0, "t": 10, "b": 0}, dragmode=False,
                       legend={"orientation": "h", "y": -0.02, "x": 0}, hovermode=False)
     return fig
 
 
+@themed
 def masked_heatmap(weights: np.ndarray, mask: np.ndarray, queries: Sequence[str], keys: Sequence[str], *,
                    title: str = "") -> go.Figure:
     """:func:`ui.figures.attention_heatmap` with the masked cells drawn grey and marked "0"."""

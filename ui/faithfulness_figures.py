@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ui.figures import TEMPLATE, _dedupe, attention_grid
+from ui.figures import _dedupe, attention_grid, themed
 
 RANDOM = "random"
 _RANDOM_LINE = {"color": "#555", "dash": "dash", "width": 2}
@@ -24,6 +24,7 @@ def method_title(name: str, titles: Mapping[str, str]) -> str:
     return "Random order" if name == RANDOM else titles.get(name, name)
 
 
+@themed
 def method_scores(tokens: Sequence[str], scores: Mapping[str, Sequence[float]], titles: Mapping[str, str]) -> go.Figure:
     """Methods × tokens, each row divided by its largest |score| (−1…1: red pushes towards the
     predicted class, blue against it); the raw score on hover."""
@@ -38,11 +39,12 @@ def method_scores(tokens: Sequence[str], scores: Mapping[str, Sequence[float]], 
         colorbar={"title": "share of the<br>row's largest", "thickness": 12},
         hovertemplate="<b>%{y}</b><br>%{x}: %{customdata:.4g} (%{z:.2f} of the row's largest)<extra></extra>",
     ))
-    fig.update_layout(template=TEMPLATE, height=110 + 38 * len(names), margin={"l": 10, "r": 10, "t": 60, "b": 10},
+    fig.update_layout(height=110 + 38 * len(names), margin={"l": 10, "r": 10, "t": 60, "b": 10},
                       xaxis={"side": "top", "tickangle": -45}, yaxis={"autorange": "reversed"})
     return fig
 
 
+@themed
 def kendall_matrix(tau: Sequence[Sequence[float | None]], names: Sequence[str], titles: Mapping[str, str]) -> go.Figure:
     """Kendall's τ between every pair of methods' token rankings (−1…1; blank where undefined)."""
     v = np.array([[np.nan if x is None else x for x in row] for row in tau], dtype=float)
@@ -52,11 +54,12 @@ def kendall_matrix(tau: Sequence[Sequence[float | None]], names: Sequence[str], 
         colorbar={"title": "τ", "thickness": 12},
         hovertemplate="%{y} vs %{x}: τ = %{z:.3f}<extra></extra>",
     ))
-    fig.update_layout(template=TEMPLATE, height=140 + 42 * len(names), margin={"l": 10, "r": 10, "t": 10, "b": 10},
+    fig.update_layout(height=140 + 42 * len(names), margin={"l": 10, "r": 10, "t": 10, "b": 10},
                       yaxis={"autorange": "reversed"}, xaxis={"tickangle": -30})
     return fig
 
 
+@themed
 def erasure_curves(deletion: Mapping[str, Sequence[float]], insertion: Mapping[str, Sequence[float]],
                    titles: Mapping[str, str], label: str) -> go.Figure:
     """Deletion (top-k words removed) and insertion (only the top k kept) curves of p(label) against k,
@@ -75,11 +78,12 @@ def erasure_curves(deletion: Mapping[str, Sequence[float]], insertion: Mapping[s
                           row=1, col=col)
     fig.update_xaxes(title="k words", dtick=1 if len(next(iter(deletion.values()), [])) <= 20 else None)
     fig.update_yaxes(title=f"p({label})", range=[0, 1.02], row=1, col=1)
-    fig.update_layout(template=TEMPLATE, height=380, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 40, "b": 10},
                       legend={"orientation": "h", "y": -0.25})
     return fig
 
 
+@themed
 def knocked_out_grid(attention: np.ndarray, tokens: Sequence[str], off: Sequence[tuple[int, int]],
                      names: Sequence[str]) -> go.Figure:
     """:func:`~ui.figures.attention_grid` of every map (L or L + 1, H, T, T) with the heads in ``off``
@@ -97,6 +101,7 @@ def knocked_out_grid(attention: np.ndarray, tokens: Sequence[str], off: Sequence
     return fig
 
 
+@themed
 def head_accuracy(accuracy: Sequence[Sequence[float]], baseline: float, names: Sequence[str]) -> go.Figure:
     """Layer × head: the accuracy with that head alone knocked out, coloured by its change from
     ``baseline`` (red: worse without it, blue: better, white: the model does not need it)."""
@@ -110,22 +115,24 @@ def head_accuracy(accuracy: Sequence[Sequence[float]], baseline: float, names: S
         texttemplate="%{text}", colorbar={"title": "change in<br>accuracy", "tickformat": "+.0%", "thickness": 12},
         hovertemplate="%{y}, %{x} off: accuracy %{customdata:.2%} (%{z:+.2%})<extra></extra>",
     ))
-    fig.update_layout(template=TEMPLATE, height=120 + 60 * a.shape[0], margin={"l": 10, "r": 10, "t": 10, "b": 10},
+    fig.update_layout(height=120 + 60 * a.shape[0], margin={"l": 10, "r": 10, "t": 10, "b": 10},
                       yaxis={"autorange": "reversed"}, xaxis={"side": "top"})
     return fig
 
 
+@themed
 def pruning_curve(order: Sequence[str], accuracy: Sequence[float]) -> go.Figure:
     """Accuracy as heads are switched off one after another, least important first."""
     x = ["none", *(f"+{h}" for h in order)]
     fig = go.Figure(go.Scatter(x=x, y=list(accuracy), mode="lines+markers", line={"color": "#1f77b4", "width": 2},
                                hovertemplate="%{x}: accuracy %{y:.2%}<extra></extra>"))
-    fig.update_layout(template=TEMPLATE, height=320, margin={"l": 10, "r": 10, "t": 10, "b": 10},
+    fig.update_layout(height=320, margin={"l": 10, "r": 10, "t": 10, "b": 10},
                       xaxis={"title": "heads switched off (in this order, adding one each step)", "type": "category"},
                       yaxis={"title": "accuracy", "tickformat": ".0%", "range": [0, 1.02]})
     return fig
 
 
+@themed
 def faithfulness_bars(comprehensiveness: Mapping[str, float], sufficiency: Mapping[str, float],
                       titles: Mapping[str, str]) -> go.Figure:
     """Per method (and the random order): mean comprehensiveness and sufficiency, side by side."""
@@ -140,11 +147,12 @@ def faithfulness_bars(comprehensiveness: Mapping[str, float], sufficiency: Mappi
         fig.add_trace(go.Bar(x=v, y=labels, orientation="h", marker_color=colour, text=[f"{x:.3f}" for x in v],
                              textposition="auto", showlegend=False, hovertemplate="%{y}: %{x:.4f}<extra></extra>"),
                       row=1, col=col)
-    fig.update_layout(template=TEMPLATE, height=120 + 32 * len(names), margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    fig.update_layout(height=120 + 32 * len(names), margin={"l": 10, "r": 10, "t": 40, "b": 10},
                       yaxis={"autorange": "reversed"})
     return fig
 
 
+@themed
 def tvd_histogram(edges: Sequence[float], counts: Sequence[float]) -> go.Figure:
     """Jain & Wallace's test: how many sentences' outputs move by each total variation distance when
     the last layer's attention is shuffled."""
@@ -153,7 +161,7 @@ def tvd_histogram(edges: Sequence[float], counts: Sequence[float]) -> go.Figure:
     fig = go.Figure(go.Bar(x=centres, y=list(counts), width=widths, marker_color="#1f77b4",
                            customdata=np.stack([e[:-1], e[1:]], axis=1),
                            hovertemplate="TVD %{customdata[0]:.3f}–%{customdata[1]:.3f}: %{y} sentences<extra></extra>"))
-    fig.update_layout(template=TEMPLATE, height=300, margin={"l": 10, "r": 10, "t": 10, "b": 10}, bargap=0.05,
+    fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 10, "b": 10}, bargap=0.05,
                       xaxis={"title": "total variation distance between the outputs (0: unchanged, 1: nothing in common)"},
                       yaxis={"title": "sentences"})
     return fig

@@ -7,7 +7,9 @@ token looked at), and each row sums to 1.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import ParamSpec
 
 import numpy as np
 import plotly.graph_objects as go
@@ -32,6 +34,24 @@ pio.templates["attention_playground"] = go.layout.Template(
                      "paper_bgcolor", "plot_bgcolor", "shapedefaults", "title", "xaxis", "yaxis")},
 )
 TEMPLATE = "attention_playground"
+P = ParamSpec("P")
+
+
+def themed(make: Callable[P, go.Figure]) -> Callable[P, go.Figure]:
+    """A figure function whose figures get the app's template: made plotly's default while they are
+    built, so each figure takes it at its construction, where plotly applies the default without
+    validating it again. Naming it in each figure's ``update_layout`` instead validated and
+    deep-copied it for every figure built: 5× the rest of a heatmap's cost, in the server's
+    interpreter lock, for every redraw of every watched training (benchmarks/README.md,
+    "classroom"). Set on each call: importing Streamlit sets its own template as the default."""
+
+    @functools.wraps(make)
+    def build(*args: P.args, **kwargs: P.kwargs) -> go.Figure:
+        if pio.templates.default != TEMPLATE:
+            pio.templates.default = TEMPLATE
+        return make(*args, **kwargs)
+
+    return build
 
 
 def _dedupe(tokens: Sequence[str]) -> list[str]:
@@ -72,6 +92,7 @@ def attention_trace(
     )
 
 
+@themed
 def attention_heatmap(
     weights: np.ndarray,
     queries: Sequence[str],
@@ -93,7 +114,6 @@ def attention_heatmap(
     fig.update_layout(
         title={"text": heading, "x": 0, "xanchor": "left", "y": 1, "yanchor": "top", "yref": "container",
                "pad": {"t": 12, "l": 10}} if heading else None,
-        template=TEMPLATE,
         height=side,
         margin={"l": 10, "r": 10, "t": 130 if title else 80, "b": 10},
         xaxis={"side": "top", "tickangle": -45},
@@ -102,6 +122,7 @@ def attention_heatmap(
     return fig
 
 
+@themed
 def attention_grid(attention: np.ndarray, tokens: Sequence[str], *, average: bool = True, cell: int = 230) -> go.Figure:
     """All layers × heads (plus a head-average column) as small heatmaps. attention (L, H, T, T)."""
     a = np.asarray(attention, dtype=float)
@@ -137,7 +158,7 @@ def attention_grid(attention: np.ndarray, tokens: Sequence[str], *, average: boo
             fig.update_xaxes(showticklabels=False, row=layer)
         for col in range(2, cols + 1):
             fig.update_yaxes(showticklabels=False, col=col)
-    fig.update_layout(template=TEMPLATE, height=cell * n_layers + 60, margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    fig.update_layout(height=cell * n_layers + 60, margin={"l": 10, "r": 10, "t": 40, "b": 10})
     return fig
 
 
@@ -163,11 +184,11 @@ def probability_trace(probabilities: Mapping[str, float], *, predicted: str | No
     return bar
 
 
+@themed
 def probability_bars(probabilities: Mapping[str, float], *, predicted: str | None = None) -> go.Figure:
     """One horizontal bar per class, the predicted one highlighted."""
     fig = go.Figure(probability_trace(probabilities, predicted=predicted))
     fig.update_layout(
-        template=TEMPLATE,
         height=60 + 34 * len(probabilities),
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
         xaxis={"range": [0, 1], "tickformat": ".0%"},
@@ -205,6 +226,7 @@ def _curve_mode(epochs: Sequence[EpochRecord]) -> str:
     return "lines+markers" if len(epochs) <= 60 else "lines"  # markers blur into a bar on long runs
 
 
+@themed
 def training_curves(epochs: Sequence[EpochRecord], step_losses: Sequence[float] = (), *, title: str = "") -> go.Figure:
     """Loss (left) and accuracy (right) per epoch, train and validation; step losses faintly behind."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("loss", "accuracy"))
@@ -215,7 +237,7 @@ def training_curves(epochs: Sequence[EpochRecord], step_losses: Sequence[float] 
                                  hoverinfo="skip" if steps else None), row=1, col=col)
     fig.update_xaxes(title="epoch")
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)
-    fig.update_layout(template=TEMPLATE, height=330, title=title or None, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    fig.update_layout(height=330, title=title or None, margin={"l": 10, "r": 10, "t": 40, "b": 10},
                       legend={"orientation": "h", "y": -0.25})
     return fig
 
@@ -245,6 +267,7 @@ class LiveTrainingCurves:
         return self._fig
 
 
+@themed
 def compare_curves(histories: Mapping[str, Sequence[EpochRecord]]) -> go.Figure:
     """Validation (or train) loss and accuracy of several runs overlaid."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("loss", "accuracy"))
@@ -260,28 +283,31 @@ def compare_curves(histories: Mapping[str, Sequence[EpochRecord]]) -> go.Figure:
                                  line={"color": color, "dash": "dot"}), row=1, col=2)
     fig.update_xaxes(title="epoch")
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)
-    fig.update_layout(template=TEMPLATE, height=340, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    fig.update_layout(height=340, margin={"l": 10, "r": 10, "t": 40, "b": 10},
                       legend={"orientation": "h", "y": -0.25})
     return fig
 
 
+@themed
 def confusion_heatmap(confusion: Sequence[Sequence[int]], labels: Sequence[str]) -> go.Figure:
     z = np.asarray(confusion)
     fig = go.Figure(go.Heatmap(z=z, x=list(labels), y=list(labels), colorscale="Oranges", text=z, texttemplate="%{text}",
                                hovertemplate="true %{y}, predicted %{x}: %{z}<extra></extra>", showscale=False))
-    fig.update_layout(template=TEMPLATE, height=120 + 50 * len(labels), margin={"l": 10, "r": 10, "t": 10, "b": 10},
+    fig.update_layout(height=120 + 50 * len(labels), margin={"l": 10, "r": 10, "t": 10, "b": 10},
                       xaxis={"title": "predicted", "side": "top"}, yaxis={"title": "true", "autorange": "reversed"})
     return fig
 
 
+@themed
 def class_balance(counts: Mapping[str, int]) -> go.Figure:
     fig = go.Figure(go.Bar(x=list(counts), y=list(counts.values()), marker_color="#1f77b4", text=list(counts.values()),
                            textposition="auto"))
-    fig.update_layout(template=TEMPLATE, height=240, margin={"l": 10, "r": 10, "t": 30, "b": 10}, title="class balance",
+    fig.update_layout(height=240, margin={"l": 10, "r": 10, "t": 30, "b": 10}, title="class balance",
                       yaxis={"title": "rows"})
     return fig
 
 
+@themed
 def length_histogram(lengths: Sequence[int], *, limit: int | None = None) -> go.Figure:
     """Rows per sentence length, the x axis fitted to the data; ``limit`` (the truncation length)
     is a dashed line where some rows exceed it, and a note in the title where none does (a line
@@ -298,11 +324,12 @@ def length_histogram(lengths: Sequence[int], *, limit: int | None = None) -> go.
                       annotation_text=f"truncated beyond {limit}: {cut:,} row{'s' * (cut != 1)}")
     elif limit:
         title += f" · none over the limit, {limit}"
-    fig.update_layout(template=TEMPLATE, height=240, margin={"l": 10, "r": 10, "t": 30, "b": 10}, title=title,
+    fig.update_layout(height=240, margin={"l": 10, "r": 10, "t": 30, "b": 10}, title=title,
                       xaxis={"title": "tokens", "range": [-0.5, longest + size - 0.5]}, yaxis={"title": "rows"})
     return fig
 
 
+@themed
 def token_scores(tokens: Sequence[str], series: Mapping[str, Sequence[float]]) -> go.Figure:
     """Per-token bars for several scores (e.g. attention rollout vs saliency), each scaled to max |1|."""
     fig = go.Figure()
@@ -312,11 +339,12 @@ def token_scores(tokens: Sequence[str], series: Mapping[str, Sequence[float]]) -
         scale = np.abs(v).max() or 1.0
         fig.add_trace(go.Bar(x=toks, y=v / scale, name=name, customdata=v,
                              hovertemplate="%{x}: %{customdata:.4f}<extra>" + name + "</extra>"))
-    fig.update_layout(template=TEMPLATE, barmode="group", height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+    fig.update_layout(barmode="group", height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10},
                       yaxis={"title": "relative score"}, legend={"orientation": "h", "y": -0.3})
     return fig
 
 
+@themed
 def matrix_table(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, title: str = "",
                  colorscale: str = "RdBu", symmetric: bool = True) -> go.Figure:
     """A small numeric matrix with its values written in the cells (for the explainer pages)."""
@@ -326,7 +354,7 @@ def matrix_table(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *
                                zmin=-lim if lim else None, zmax=lim if lim else None, text=np.round(v, 4),
                                texttemplate="%{text}", showscale=False,
                                hovertemplate="%{y}, %{x}: %{z:.6f}<extra></extra>"))
-    fig.update_layout(template=TEMPLATE, title=title or None, height=max(200, 30 * v.shape[0] + 90),
+    fig.update_layout(title=title or None, height=max(200, 30 * v.shape[0] + 90),
                       margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
                       yaxis={"autorange": "reversed"}, xaxis={"side": "top"})
     return fig
@@ -335,6 +363,7 @@ def matrix_table(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *
 # --- Inspect page ----------------------------------------------------------------------------------
 
 
+@themed
 def selectable_attention_grid(attention: np.ndarray, tokens: Sequence[str], *, cell: int = 230) -> go.Figure:
     """:func:`attention_grid` (with the head-average column) that reports which map was clicked.
 
@@ -371,6 +400,7 @@ def selectable_attention_grid(attention: np.ndarray, tokens: Sequence[str], *, c
     return fig
 
 
+@themed
 def feature_heatmap(features: np.ndarray, tokens: Sequence[str], feature_names: Sequence[str], *, title: str = "") -> go.Figure:
     """The model's input matrix: one row per token, one column per input feature (diverging colours, 0 = white)."""
     v = np.asarray(features, dtype=float)
@@ -383,7 +413,7 @@ def feature_heatmap(features: np.ndarray, tokens: Sequence[str], feature_names: 
         )
     )
     fig.update_layout(
-        template=TEMPLATE, title=title or None, height=max(240, 26 * v.shape[0] + 130),
+        title=title or None, height=max(240, 26 * v.shape[0] + 130),
         margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
         xaxis={"title": "input feature", "type": "category", "tickangle": -90, "tickfont": {"size": 9}},
         yaxis={"title": "token", "autorange": "reversed"},
@@ -391,6 +421,7 @@ def feature_heatmap(features: np.ndarray, tokens: Sequence[str], feature_names: 
     return fig
 
 
+@themed
 def attention_time_lapse(
     epochs: Sequence[int],
     weights: Sequence[np.ndarray],
@@ -503,7 +534,7 @@ def attention_time_lapse(
     play = {"frame": {"duration": duration, "redraw": True}, "transition": {"duration": 0}, "fromcurrent": False,
             "mode": "immediate"}
     fig.update_layout(
-        template=TEMPLATE, height=height, margin={"l": 10, "r": 20, "t": 60, "b": 10},
+        height=height, margin={"l": 10, "r": 20, "t": 60, "b": 10},
         title={"text": title(shown), "x": 0, "xanchor": "left", "y": 1, "yanchor": "top", "yref": "container",
                "pad": {"t": 12, "l": 10}},
         legend={"orientation": "h", "y": strip_top + 0.01, "yanchor": "bottom", "x": 1, "xanchor": "right"},
@@ -534,6 +565,7 @@ def attention_time_lapse(
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
+@themed
 def gradient_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, title: str = "",
                      zmax: float | None = None, height: int | None = None) -> go.Figure:
     """A gradient (or any signed matrix) in diverging colours, 0 = white; values written in small matrices.
@@ -560,7 +592,7 @@ def gradient_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str
     )
     many = v.shape[1] > 20
     fig.update_layout(
-        template=TEMPLATE, title=title or None,
+        title=title or None,
         height=height or int(min(640, max(150, (14 if v.shape[0] > 20 else 34) * v.shape[0] + 110))),
         margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
         xaxis={"side": "top", "tickangle": -90 if many else -45, "tickfont": {"size": 9 if many else 12}, "type": "category"},
@@ -569,16 +601,18 @@ def gradient_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str
     return fig
 
 
+@themed
 def loss_curve(epochs: Sequence[EpochRecord], *, height: int = 240) -> go.Figure:
     """Training loss per epoch, in one small panel (per-step losses of per-example SGD would hide it)."""
     ep = [e.epoch for e in epochs]
     fig = go.Figure(go.Scatter(x=ep, y=[e.train_loss for e in epochs], mode="lines+markers" if len(ep) <= 60 else "lines",
                                line={"color": "#1f77b4"}, hovertemplate="epoch %{x}: loss %{y:.4f}<extra></extra>"))
-    fig.update_layout(template=TEMPLATE, height=height, margin={"l": 10, "r": 10, "t": 10, "b": 10}, showlegend=False,
+    fig.update_layout(height=height, margin={"l": 10, "r": 10, "t": 10, "b": 10}, showlegend=False,
                       xaxis={"title": "epoch"}, yaxis={"title": "training loss", "rangemode": "tozero"})
     return fig
 
 
+@themed
 def compact_attention_heatmap(weights: np.ndarray, tokens: Sequence[str], *, show_values: bool = False,
                               height: int | None = None) -> go.Figure:
     """An attention map for side-by-side columns: rows = queries, columns = keys, 0–1 colours, no axis titles."""
@@ -592,7 +626,7 @@ def compact_attention_heatmap(weights: np.ndarray, tokens: Sequence[str], *, sho
             hovertemplate="<b>%{y}</b> → <b>%{x}</b><br>weight %{z:.3f}<extra></extra>",
         )
     )
-    fig.update_layout(template=TEMPLATE, height=height or max(220, 30 * len(toks) + 90),
+    fig.update_layout(height=height or max(220, 30 * len(toks) + 90),
                       margin={"l": 10, "r": 10, "t": 10, "b": 10},
                       xaxis={"side": "top", "tickangle": -45}, yaxis={"autorange": "reversed"})
     return fig

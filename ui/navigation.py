@@ -29,6 +29,7 @@ PAGE_FILES = (
     PageFile("pages/5_Backpropagation.py", "Backpropagation", "Backpropagation"),
     PageFile("pages/6_Seed_experiment.py", "Seed experiment", "Seed_experiment"),
     PageFile("pages/7_Faithfulness.py", "Faithfulness", "Faithfulness"),
+    PageFile("pages/8_Check_yourself.py", "Check yourself", "Check_yourself"),
 )
 
 

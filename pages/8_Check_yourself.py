@@ -1,0 +1,41 @@
+"""Check yourself: questions on your own model and sentence, answered by the model, each with the view that shows why."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from attention_core.errors import InputError
+from ui import quiz_views as views
+from ui import view_link
+from ui.common import EXAMPLES, kept, page_setup, sidebar_run
+
+page_setup("Check yourself", "❓")
+st.title("Check yourself")
+st.caption(
+    "Questions about the model you picked and your sentence. Answer, then see the model's own numbers and the view "
+    "that shows why. Every answer is computed from the model now: train another run, and the answers change."
+)
+
+link = view_link.ViewLink("Check yourself")  # ?run=…&sentence=…
+link.add(view_link.run())
+path, run = sidebar_run("quiz_run")
+link.add(view_link.text("sentence", "quiz_text", EXAMPLES[0]))
+link.write()
+text = st.text_input("Your sentence", **kept("quiz_text", EXAMPLES[0]), max_chars=500)
+if not text.strip():
+    st.info("Type a sentence above to get questions about it.")
+    st.stop()
+try:
+    offered = views.candidates(run, path, text)
+except InputError as err:
+    st.error(f"{err}")
+    st.stop()
+
+state = views.quiz()
+views.score(state)
+question = views.current(state, offered)
+if question is None:
+    st.success("You have answered every question on this sentence and model: type another sentence, or pick "
+               "another model in the sidebar.")
+    st.stop()
+views.ask(state, question, views.run_param(path))
