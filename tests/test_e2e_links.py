@@ -13,7 +13,7 @@ import re
 import shutil
 from urllib.parse import parse_qs, urlsplit
 
-from tests.browser import E2E, ROOT, app_server, launch_chromium, open_as_new_learner, picker_options
+from tests.browser import E2E, ROOT, app_server, launch_chromium, open_as_new_learner, picker_options, shot
 
 pytestmark = E2E
 
@@ -30,8 +30,9 @@ def new_context_page(browser, url: str):
     return page
 
 
-def copy_link(page) -> str:
-    """Press "Copy link to this view" and its copy button; the link as the clipboard holds it."""
+def copy_link(page, picture: str | None = None) -> str:
+    """Press "Copy link to this view" and its copy button; the link as the clipboard holds it
+    (``picture``: a screenshot's name, with the box open, when ``$E2E_SCREENSHOTS`` is set)."""
     page.get_by_test_id("stSidebar").get_by_role("button", name=re.compile("Copy link to this view")).click()
     body = page.get_by_test_id("stPopoverBody")
     code = body.get_by_test_id("stCode")
@@ -45,6 +46,8 @@ def copy_link(page) -> str:
             break
         page.wait_for_timeout(100)
     assert copied == shown, (copied, shown)
+    if picture:
+        shot(page, picture)
     page.keyboard.press("Escape")
     return copied
 
@@ -82,7 +85,7 @@ def test_the_address_follows_the_view_back_goes_back_and_a_copied_link_opens_it_
         page.wait_for_url(re.compile(r"[?&]head=2"))
         expect(main.get_by_role("radio", name="Head 2")).to_be_checked()
 
-        link = copy_link(page)
+        link = copy_link(page, "copy_link")
         assert params(link) == {"sentence": "the movie was great", "head": "2"}
         other = new_context_page(browser, url)  # someone else's browser
         other.goto(link)

@@ -315,3 +315,11 @@ def test_a_page_switch_keeps_the_view_and_a_link_from_another_page_is_read(runs_
     at.query_params.update({"head": "2"})  # e.g. a question's answer linking to the view that shows why
     at.run()
     assert at.selectbox(key="inspect_head").value == 1 and query(at) == {"head": "2"}
+
+
+def test_the_previous_page_s_parameters_carried_over_by_a_page_switch_are_not_read(runs_dir):
+    at = visit(sentence="the movie was great", head="3")  # Home
+    at.switch_page("pages/2_Inspect.py").run()  # (AppTest keeps the address across a page switch)
+    assert at.text_input(key="inspect_text").value == "the food was not good at all"
+    assert at.selectbox(key="inspect_head").value == 4 and not notices(at)  # the average: Inspect's default
+    assert query(at) == {}  # Home's parameters dropped

@@ -5,9 +5,10 @@ page declares its parameters (:class:`Param`: a name in the address, how to read
 value and put one into it, how to parse and show it, its default) to a :class:`ViewLink`, then
 calls :meth:`ViewLink.write`. On each run the link
 
-* reads the address when it is one this session did not write: the first run of a link, a page
-  opened with parameters, the browser's Back and Forward (Streamlit reruns the page with the old
-  address, ``is_history_navigation``). A parameter present in the address is put into the view
+* reads the address when it is one this page did not write: the first run of a link, a page
+  opened with parameters (``st.page_link(query_params=…)``), the browser's Back and Forward
+  (Streamlit reruns the page with the old address, ``is_history_navigation``). A page opened from
+  the sidebar (no parameters) keeps the view it had. A parameter present in the address is put into the view
   (the widgets' keys and their ``ui.state.kept`` copies); on Back / Forward an absent one goes
   back to its default. A bad value (a run that does not exist or is private, a head out of
   range, a 10,000-character sentence, markup) leaves the view as it was and shows one short
@@ -17,7 +18,9 @@ calls :meth:`ViewLink.write`. On each run the link
   ``st.query_params`` to the browser, which pushes it on its history without a reload (replaces
   it during a Back / Forward run): Back goes back to the view before the last change. Widgets'
   own ``bind="query-params"`` was not used: it replaces the history entry (Back would leave the
-  page) and drops a bad value without a word.
+  page) and drops a bad value without a word. A page opened from the sidebar whose kept view is
+  not its default takes two entries (Streamlit's bare page, then its view): Back from its view
+  shows the bare page's defaults first.
 
 Light (Streamlit only): the home page declares its parameters before torch is loaded. A parse
 error is a :class:`BadParam` (a ``ValueError`` with what is wrong and how to fix it; not an
@@ -40,7 +43,7 @@ GLOBAL = ("w", "projector", "hide")  # parameters of every page, kept as they ar
 PRIVATE = ("w",)  # never in a link for someone else
 MAX_TEXT = 500  # the pages' sentence boxes take as many characters
 _MARKUP = re.compile(r"<\s*/?\s*[a-zA-Z!][^>]*>|javascript:|\]\(|[\x00-\x08\x0b-\x1f\x7f]")
-_WRITTEN = "view_link_written"  # (page, address) the current page wrote lately, newest last
+_WRITTEN = "view_link_written"  # (page, address) the last page run's page wrote lately, newest last
 _RECENT = 8  # a click's rerun may leave before the browser has applied the previous write
 _PAGE = "view_link_page"  # the current page's link, for a fragment's rerun (refresh)
 
@@ -91,9 +94,11 @@ class ViewLink:
         self.address = {k: st.query_params[k] for k in st.query_params}
         own = self._own(self.address)
         # An address with no parameters of a page, outside Back / Forward, is a page switch: the view
-        # it had stays. One with parameters is read unless this page wrote it (lately: a click's
-        # rerun may leave before the browser has applied the last write).
-        self.reading = self.history or bool(own) and (page, _encoded(own)) not in st.session_state.get(_WRITTEN, [])
+        # it had stays. One with parameters is read unless the last page run wrote it (lately: a
+        # click's rerun may leave before the browser has applied the last write; or the previous
+        # page's, carried over by a page switch).
+        written = [address for _, address in st.session_state.get(_WRITTEN, [])]
+        self.reading = self.history or bool(own) and _encoded(own) not in written
         self.notices = st.container()  # at the top of the page, where declarations put their notices
         if self.reading:
             known = set(GLOBAL)
