@@ -253,6 +253,13 @@ class WorkspaceStore:
             raise WorkspaceError(f"this workspace has no run named {name!r}", hint)
         return path
 
+    def held_elsewhere(self, workspace: Workspace, name: str) -> bool:
+        """Whether another workspace holds a run ``name`` (a link to a private run, opened by someone
+        else: the app says the run is private, not that it does not exist)."""
+        check_run_name(name)
+        return any(path.is_dir() and path.parent != workspace.runs_dir
+                   for path in (self.root / WORKSPACES).glob(f"*/{name}") if (path / "config.json").is_file())
+
     # -- disk space ---------------------------------------------------------------------------
 
     def usage(self, workspace: Workspace) -> int:

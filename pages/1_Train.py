@@ -10,7 +10,7 @@ from attention_core.presets import DEFAULT
 from attention_core.training import TrainerSpec
 from runner.jobs import TrainingJob
 from runner.queue import apply_caps, server_queue
-from ui import common, train_views
+from ui import common, forms, train_views, view_link
 from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, kept, runs_dir
 from ui.forms import form_settings, hyperparameter_form
 from ui.train_views import build_dataset, parse
@@ -18,6 +18,9 @@ from ui.training_page import training_page
 
 page = training_page(__file__, "📈", job_key="train_job")
 st.title("Train a model")
+link = view_link.ViewLink("Train")  # ?dataset=uci|small&preset=default|seed|custom
+link.add(*forms.view_params(list(BUNDLED_DATA)))
+link.write()
 train_views.interrupted(runs_dir(), page.url_path)  # trainings a server restart stopped: start them again
 
 

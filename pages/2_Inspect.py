@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_core.explain import SALIENCY_METHODS
 from ui import inspect_views as views
+from ui import view_link
 from ui.common import EXAMPLES, kept, page_setup, sidebar_run
 
 page_setup("Inspect", "🔬")
@@ -15,11 +15,15 @@ st.caption(
     "which words the prediction depends on, how attention changed during training, and two cases side by side."
 )
 
+link = view_link.ViewLink("Inspect")  # ?run=…&sentence=… (or val=…)&tab=…&method=…&layer=…&head=…&epoch=…
+link.add(view_link.run())
 path, run = sidebar_run("inspect_run")
+link.add(*views.view_params(run, path))
+link.write()
 
 # -- the sentence ---------------------------------------------------------------------------------
 val_texts, val_labels = run.validation
-SOURCES = ["Type a sentence", "Pick one from the validation set"]
+SOURCES = views.SOURCES
 source = st.radio("Sentence", SOURCES, horizontal=True, **kept("inspect_source", SOURCES[0], SOURCES))
 true_label = None
 if source == SOURCES[0] or not val_texts:
@@ -36,13 +40,13 @@ if not text.strip():
     st.stop()
 
 # -- one explanation of it: attention, rollout, saliency, input features --------------------------
-method = SALIENCY_METHODS[kept("inspect_method", SALIENCY_METHODS[0], SALIENCY_METHODS)["index"]]  # selectbox: saliency tab
+method = views.saliency_method()  # (its selectbox is on the saliency tab)
 ex = views.explanation(run, path, text, method)
 n_layers, n_heads = ex.attention.shape[:2]
 views.prediction(ex, true_label)
 views.keep_layer_and_head_choices(n_layers, n_heads)
 
-tabs = st.tabs(["Model view", "Rollout and saliency", "Input features", "Time-lapse", "Compare", "Export"])
+tabs = view_link.tabs("inspect_tab", list(views.TABS.values()))
 with tabs[0]:
     zoom = views.model_view(ex)
 with tabs[1]:

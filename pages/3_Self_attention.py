@@ -11,7 +11,8 @@ from attention_core import examples as ex
 from attention_core.attention import attention_steps
 from ui import explainer_figures as xf
 from ui import self_attention_views as views
-from ui.common import page_setup
+from ui import view_link
+from ui.common import kept, page_setup
 from ui.explainer_views import code_expander, source
 from ui.self_attention_views import DIMS, TOKENS
 
@@ -20,6 +21,11 @@ st.title(":material/functions: Self-attention step by step")
 st.caption("Six tokens, three numbers each: follow every number from the inputs to the context vectors. Each number "
            "below is computed by `attention_steps`, the function the models in this app run. The example follows "
            "the post *Self-attention step by step in PyTorch* (after Raschka's *LLMs from scratch*, ch. 3).")
+TABS = {"plain": "1 · Without trainable weights", "trainable": "2 · With trainable weights", "sqrt-dk": "3 · Why divide by √d_k"}
+link = view_link.ViewLink("Self attention")  # ?query=<token>&tab=plain|trainable|sqrt-dk
+link.add(view_link.choice("query", "selfattn_query", {t.lower(): t for t in TOKENS}, TOKENS[1].lower(), what="token"),
+         view_link.choice("tab", "selfattn_tab", TABS, "plain"))
+link.write()
 
 
 @st.cache_data(show_spinner="Sampling random queries and keys…")
@@ -43,7 +49,7 @@ with left:
     )
     st.button("Reset to the post's inputs", key="selfattn_reset", on_click=reset_inputs, icon=":material/restart_alt:")
 with right:
-    query_token = st.radio("Query token (the word that asks)", TOKENS, index=1, horizontal=True, key="selfattn_query")
+    query_token = st.radio("Query token (the word that asks)", TOKENS, horizontal=True, **kept("selfattn_query", TOKENS[1], TOKENS))
     temperature = st.slider("Temperature T (divides the scores before the softmax)", 0.1, 5.0, 1.0, 0.1,
                             key="selfattn_temperature", help="T > 1 flattens the weights, T < 1 sharpens them. The post uses T = 1.")
     st.caption("T = 1 and the post's inputs reproduce the post's numbers. Try T = 0.1: each row of weights "
@@ -54,7 +60,7 @@ if edited.isna().to_numpy().any():
 x = torch.tensor(edited.to_numpy(dtype=np.float32))  # (6, 3)
 q = TOKENS.index(query_token)
 
-tabs = st.tabs(["1 · Without trainable weights", "2 · With trainable weights", "3 · Why divide by √d_k"])
+tabs = view_link.tabs("selfattn_tab", list(TABS.values()))
 
 # -- 1: q = k = v = the inputs --------------------------------------------------------------------
 with tabs[0]:

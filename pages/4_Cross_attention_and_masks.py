@@ -8,6 +8,7 @@ from attention_core import examples as ex
 from attention_core.attention import attention_steps
 from attention_core.errors import EmbeddingError
 from ui import cross_attention_views as views
+from ui import view_link
 from ui.common import embeddings, page_setup
 from ui.explainer_views import code_expander, source
 
@@ -17,7 +18,12 @@ st.caption("In cross-attention the queries come from one sequence and the keys a
            "weights are a T × S rectangle. Every number is computed by `attention_steps`, the function the models in "
            "this app run; masks decide which keys each query may see.")
 
-tabs = st.tabs(["1 · One-hot words (NumPy, seed 57)", "2 · Shapes of cross-attention", "3 · Your sentences and masks"])
+TABS = {"one-hot": "1 · One-hot words (NumPy, seed 57)", "shapes": "2 · Shapes of cross-attention",
+        "masks": "3 · Your sentences and masks"}
+link = view_link.ViewLink("Cross attention and masks")  # ?tab=one-hot|shapes|masks
+link.add(view_link.choice("tab", "cross_tab", TABS, "one-hot"))
+link.write()
+tabs = view_link.tabs("cross_tab", list(TABS.values()))
 
 # -- 1: seed 002 ------------------------------------------------------------------------------------
 with tabs[0]:

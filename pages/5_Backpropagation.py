@@ -17,10 +17,15 @@ from attention_core.backprop import (
 from attention_core.errors import InputError
 from attention_core.model import AttentionClassifier
 from ui import backprop_views as views
+from ui import view_link
 from ui.common import ROOT, embeddings, page_setup
 
 page_setup("Backpropagation", "🔁")
 st.title("Backpropagation through attention")
+TABS = {"jacobian": "(a) the softmax Jacobian", "scale": "(b) dividing by √(d·n)", "backward": "(c) the scale in the backward pass"}
+link = view_link.ViewLink("Backpropagation")  # ?tab=jacobian|scale|backward
+link.add(view_link.choice("tab", "backprop_tab", TABS, "jacobian"))
+link.write()
 st.caption(
     "The seed post derives every gradient of its model — one attention head, a linear layer, average pooling, softmax "
     "and cross entropy — and writes the backward pass by hand. Here that backward pass runs on a real sentence in "
@@ -77,7 +82,7 @@ views.gradient_pair(pick, row, labels, inp)
 # -- the post's own code -----------------------------------------------------------------------------
 post = post_code_comparison(inp.x, y, params)
 views.post_code_intro()
-tabs = st.tabs(["(a) the softmax Jacobian", "(b) dividing by √(d·n)", "(c) the scale in the backward pass"])
+tabs = view_link.tabs("backprop_tab", list(TABS.values()))
 with tabs[0]:
     views.jacobian_intro()
     jac_row = st.columns(3)[0].selectbox("Row i", range(post.n), format_func=lambda i: f"{i + 1}: {tokens[i]}",

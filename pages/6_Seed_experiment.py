@@ -12,7 +12,7 @@ from attention_core.presets import SEED
 from attention_core.training import TrainerSpec
 from runner.jobs import JobSequence, TrainingJob
 from runner.queue import apply_caps, server_queue
-from ui import common, seed_views
+from ui import common, seed_views, view_link
 from ui.common import embeddings
 from ui.seed_findings import summarise, what_to_notice
 from ui.seed_views import SENTENCES, SHORT, VARIANTS, small_csv
@@ -20,6 +20,7 @@ from ui.training_page import training_page
 
 page = training_page(__file__, "🧪", job_key="seedexp_seq")
 st.title("The seed's experiment")
+view_link.ViewLink("Seed experiment").write()  # no parameters: its link is the page (and its sidebar's Copy link)
 st.caption(
     "The seed post trains its model on 39 product reviews (small.csv) for 1000 epochs of per-example SGD, keeping the "
     "classifier head frozen so that only the queries, keys and values learn, then looks at the attention of five "

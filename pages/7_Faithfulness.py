@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import faithfulness_views as views
+from ui import view_link
 from ui.common import EXAMPLES, kept, page_setup, sidebar_run
 
 page_setup("Faithfulness", "⚖️")
@@ -15,9 +16,13 @@ st.caption(
     "seven methods, erase the words each one ranks highest, switch heads off, and do the same over a whole run."
 )
 
+link = view_link.ViewLink("Faithfulness")  # ?run=…&sentence=…&tab=…&off=1.2,2.4&mode=…
+link.add(view_link.run())
 path, run = sidebar_run("faith_run")
+link.add(*views.view_params(run, EXAMPLES[0]))
+link.write()
 
-tab_sentence, tab_heads, tab_run = st.tabs(["One sentence", "Head knock-out", "The whole run"])
+tab_sentence, tab_heads, tab_run = view_link.tabs("faith_tab", list(views.TABS.values()))
 
 with tab_run:  # first: a sentence the model cannot read stops the page below, not this report
     if not run.validation[0]:

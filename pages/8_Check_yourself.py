@@ -6,6 +6,7 @@ import streamlit as st
 
 from attention_core.errors import InputError
 from ui import quiz_views as views
+from ui import view_link
 from ui.common import EXAMPLES, kept, page_setup, sidebar_run
 
 page_setup("Check yourself", "❓")
@@ -15,7 +16,11 @@ st.caption(
     "that shows why. Every answer is computed from the model now: train another run, and the answers change."
 )
 
+link = view_link.ViewLink("Check yourself")  # ?run=…&sentence=…
+link.add(view_link.run())
 path, run = sidebar_run("quiz_run")
+link.add(view_link.text("sentence", "quiz_text", EXAMPLES[0]))
+link.write()
 text = st.text_input("Your sentence", **kept("quiz_text", EXAMPLES[0]), max_chars=500)
 if not text.strip():
     st.info("Type a sentence above to get questions about it.")

@@ -140,6 +140,11 @@ def upload_csv(page, csv_path: Path, epochs: int) -> None:
     box.press("Tab")
 
 
+def settled(page, timeout_ms: float = 60_000) -> None:
+    """Wait until the page's script has finished its run (Streamlit marks the app's root)."""
+    page.locator("[data-testid=stApp][data-test-script-state=notRunning]").wait_for(timeout=timeout_ms)
+
+
 def start_training(page) -> None:
     page.get_by_test_id("stMain").get_by_role("button", name="Start training").click()
 

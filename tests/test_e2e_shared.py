@@ -208,6 +208,8 @@ def test_two_learners_one_in_line_a_restart_and_a_published_run(tmp_path):
             shot(bob, "shared_published_on_home")
             nav.get_by_role("link", name="Inspect").click()  # the published run stays open on every page
             bob_sidebar.get_by_text(re.compile(r"default-alice · \d layers? × \d heads? · \w+ positions")).wait_for()
+            main.locator("[role=tab][aria-selected=true]", has_text="Compare").wait_for()  # the tab he left Inspect on
+            main.get_by_role("tab", name="Model view").click()
             main.get_by_text("L1 · H1").first.wait_for()
             assert bob_sidebar.get_by_role("combobox", name="Model", exact=True).input_value() == pin
             nav.get_by_role("link", name="Train").click()

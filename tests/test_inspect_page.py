@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -288,8 +289,12 @@ def test_clicking_a_map_in_the_grid_zooms_it(server: str) -> None:
 @BROWSER
 def test_the_time_lapse_plays_in_the_browser(server: str) -> None:
     """▶ replays the training in the browser: the figure's title goes from epoch 0 to the last epoch on its own."""
+    from tests.browser import settled
+
     with inspect_in_browser(server) as (page, main):
         main.get_by_role("tab", name="Time-lapse").click()
+        page.wait_for_url(re.compile(r"tab=time-lapse"))  # a tab switch reruns the page (its address names the tab)
+        settled(page)  # before ▶: a redraw in the middle would restart the figure
         lapse = main.locator(".js-plotly-plot", has_text="▶ Play")
         title = lapse.locator(".gtitle")
         title.filter(has_text="Epoch 10").wait_for()  # opens on the last epoch

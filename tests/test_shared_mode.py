@@ -149,7 +149,7 @@ def test_local_mode_shows_no_link_and_keeps_the_address(tmp_path, monkeypatch):
     monkeypatch.delenv("ATTENTION_PLAYGROUND_SHARED", raising=False)
     shutil.copytree(ROOT / "data" / "default_run", tmp_path / "runs" / "mine")
     at = visit()
-    assert "w" not in at.query_params and not at.code
+    assert "w" not in at.query_params and not any("w=" in c.value for c in at.code)  # (a code box: the view's link)
     assert not any("keep this link" in c.value for c in at.caption)
     assert "mine" in models(at)
     assert not (tmp_path / "runs" / "workspaces").exists()
@@ -252,7 +252,8 @@ def test_a_server_without_authlib_says_how_to_install_it(root, monkeypatch):
 def test_a_signed_in_visitor_sees_their_label_and_signs_out(root):
     at = visit_as(ADA, {"auth": AUTH})
     assert any("Signed in as **Ada**" in c.value for c in at.caption)
-    assert not at.code and "w" not in at.query_params and sign_in_buttons(at) == {}  # no link: their identity is the workspace
+    assert not any("w=" in c.value for c in at.code) and "w" not in at.query_params  # no link: their identity is the workspace
+    assert sign_in_buttons(at) == {}
     at.button(key="workspace_sign_out").click().run()
     assert not at.exception, at.exception
     assert at.user.get("is_logged_in") is False  # st.logout cleared the identity

@@ -9,8 +9,8 @@ from pathlib import Path
 import streamlit as st
 
 from attention_core import Embeddings, EmbeddingSource, Run, load_embeddings, load_run
-from attention_core.errors import EmbeddingError, InputError
-from attention_core.runs import list_runs, relink_embeddings, run_stamp
+from attention_core.errors import EmbeddingError, InputError, RunError
+from attention_core.runs import check_run_name, list_runs, relink_embeddings, run_stamp
 from attention_core.workspaces import (
     TEACHER_EMAILS_ENV,
     TEACHER_ENV,
@@ -200,6 +200,43 @@ def run_choices() -> dict[str, Path]:
     for run in published_runs():
         choices[published_choice(run)] = run.path
     return choices
+
+
+PUBLISHED_LINK = "published:"  # a published run in a link: run=published:<name>
+
+
+def run_link_name(choice: str) -> str | None:
+    """The model picker's ``choice`` as a link's ``run``: an own run's folder name,
+    ``published:<name>`` for a published run, None for the bundled model."""
+    if choice == BUNDLED_NAME:
+        return None
+    for run in published_runs():
+        if published_choice(run) == choice:
+            return f"{PUBLISHED_LINK}{run.name}"
+    return choice
+
+
+def run_from_link(value: str) -> str:
+    """The model picker's choice for a link's ``run``; a ``RunError`` (what is wrong, how to fix it)
+    for a malformed name, a run that does not exist here, or another workspace's private run. The
+    message quotes a name only once it is a run's name (letters, digits, '-', '_', '.')."""
+    published = value.startswith(PUBLISHED_LINK)
+    try:
+        name = check_run_name(value[len(PUBLISHED_LINK):] if published else value)
+    except RunError:
+        raise RunError("that is not a run's name", "a run's name has letters, digits, '-', '_' and '.'") from None
+    if published:
+        for run in published_runs():
+            if run.name == name:
+                return published_choice(run)
+        raise RunError(f"no published run is named {name!r}", "your teacher may have unpublished it")
+    if name in run_choices() and name != BUNDLED_NAME:
+        return name
+    store = workspace_store()
+    if store.shared and store.held_elsewhere(current_workspace(), name):
+        raise RunError(f"the run {name!r} is private: it belongs to another workspace",
+                       "its author can ask the teacher to publish it")
+    raise RunError(f"there is no run named {name!r} here", "it may have been renamed or deleted; pick one in the sidebar")
 
 
 def get_run(path: Path) -> Run:

@@ -28,7 +28,7 @@ from attention_core.faithfulness import (
 )
 from attention_core.runs import run_stamp
 from ui import faithfulness_figures as figs
-from ui import figures
+from ui import figures, view_link
 from ui.live_chart import live_plotly_chart
 from ui.state import kept
 
@@ -43,6 +43,35 @@ MODE_TEACHES = {
                "model need *where* this head looks, or only that it passes something on?",
 }
 REPORTS_KEPT = 8  # whole-run reports kept by the server (each a few KB)
+TABS = {"sentence": "One sentence", "heads": "Head knock-out", "run": "The whole run"}  # the address's tab → its label
+
+
+def view_params(run: Run, default_text: str) -> list[view_link.Param]:
+    """What defines the page's view in the address: sentence, tab, off (the heads switched off, e.g.
+    1.2,2.4) and mode (zero | uniform)."""
+    heads = _head_names(run)
+
+    def parse_off(text: str) -> list[str]:
+        names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+        wrong = [n for n in names if n not in heads]
+        if wrong or not names:
+            raise view_link.BadParam(f"this model has no head {wrong[0] if wrong else '(none given)'}",
+                                     f"name heads as layer.head, from 1.1 to {heads[-1]}, e.g. off=1.2,2.1")
+        return names
+
+    return [
+        view_link.text("sentence", "faith_text", default_text),
+        view_link.choice("tab", "faith_tab", TABS, "sentence"),
+        view_link.Param("off", lambda: [n for n in st.session_state.get("faith_heads", []) if n in heads],
+                        lambda names: st.session_state.__setitem__("faith_heads", list(names)), parse_off, ",".join, []),
+        view_link.choice("mode", "faith_mode", {m: m for m in MODES}, "zero", what="mode"),
+    ]
+
+
+def _head_names(run: Run) -> list[str]:
+    """Every head that can be switched off, "layer.head" from 1 (the pooling query's heads last)."""
+    cfg = run.model_config
+    return [head_name(layer, h) for layer in range(cfg.n_attention_maps) for h in range(cfg.n_heads)]
 
 
 # --- one sentence ---------------------------------------------------------------------------------
@@ -124,13 +153,14 @@ def knock_out_lab(run: Run, text: str) -> None:
     (a fragment: only this block reruns; its charts are updated in place, ``ui.live_chart``)."""
     cfg = run.model_config
     names = map_names(run)
-    heads = [head_name(layer, h) for layer in range(cfg.n_attention_maps) for h in range(cfg.n_heads)]
+    heads = _head_names(run)
     left, right = st.columns([2, 1], gap="large")
     chosen = left.multiselect("Heads to switch off (layer.head)", heads, key="faith_heads",
                               help="1.2 is layer 1's head 2" + (f"; {cfg.n_attention_maps}.h is the pooling attention's "
                                                                "head h" if "pooling" in names else ""))
     mode = right.radio("How", list(MODES), format_func=MODES.get, **kept("faith_mode", "zero", list(MODES)))
     st.caption(MODE_TEACHES[mode])
+    view_link.refresh()  # a rerun of this fragment alone: the page's address follows the heads and the mode
     off = [(int(name.split(".")[0]) - 1, int(name.split(".")[1]) - 1) for name in chosen]
     plain = run.predict(text)
     edited = run.predict(text, edit_attention=knock_out(off, cfg, mode)) if off else plain

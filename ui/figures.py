@@ -438,6 +438,7 @@ def attention_time_lapse(
     *,
     kept: Sequence[int] = (),
     model_epoch: int | None = None,
+    start: int | None = None,
 ) -> go.Figure:
     """One attention map over training, played in the browser: a frame per epoch, ▶ / ❚❚ buttons and a slider.
 
@@ -447,7 +448,8 @@ def attention_time_lapse(
     the frame. ``kept`` are the epochs whose weights the run kept (▲ on that epoch axis, and
     its labels), ``model_epoch`` the weights the run's model has (★). Frames change only the
     map, the bars, the cursor and the title, so playing needs no round trip to the server.
-    The figure opens on the last epoch; ▶ plays from the first.
+    The figure opens on the epoch ``start`` (the last when it is None or not among ``epochs``);
+    ▶ plays from the first.
     """
     epochs = [int(e) for e in epochs]
     n = len(epochs)
@@ -480,6 +482,7 @@ def attention_time_lapse(
 
     map_height = max(260, 34 * max(len(tok) for tok in tokens) + 120)
     last = n - 1
+    shown = epochs.index(start) if start in epochs else last  # the frame the figure opens on
     if has_probs:
         # The epoch strip is drawn over frame numbers 0…n−1, like the slider's steps, and spans the
         # slider's width: a slider step sits 10 px in from each end (plotly.js), so the axis range
@@ -488,14 +491,14 @@ def attention_time_lapse(
         fig = make_subplots(rows=2, cols=2, specs=[[{}, {}], [{"colspan": 2}, None]], column_widths=[0.6, 0.4],
                             row_heights=[map_height, 150], horizontal_spacing=0.14, vertical_spacing=0.14,
                             subplot_titles=("", "probability of each class", "", ""))
-        fig.add_trace(heatmap(last), row=1, col=1)
-        fig.add_trace(bars(last), row=1, col=2)
+        fig.add_trace(heatmap(shown), row=1, col=1)
+        fig.add_trace(bars(shown), row=1, col=2)
         frames_x = list(range(n))
         for label in labels:
             fig.add_trace(go.Scatter(x=frames_x, y=[p[label] for p in probabilities], name=label, mode="lines",
                                      customdata=epochs, hovertemplate="epoch %{customdata}: %{y:.1%}<extra>" + label
                                      + "</extra>"), row=2, col=1)
-        fig.add_trace(cursor(last), row=2, col=1)
+        fig.add_trace(cursor(shown), row=2, col=1)
         moving = [0, 1, len(fig.data) - 1]  # the traces a frame replaces
         kept_at = [i for i, e in enumerate(epochs) if e in marked and e != model_epoch]
         if kept_at:
@@ -523,7 +526,7 @@ def attention_time_lapse(
         strip_top = fig.layout.yaxis3.domain[1]  # the legend goes just above the epoch strip
         step_labels = [""] * n  # the strip's axis, right above, names the epochs
     else:
-        fig = go.Figure(heatmap(last))
+        fig = go.Figure(heatmap(shown))
         moving = [0]
         fig.update_layout(xaxis={"side": "top", "tickangle": -45}, yaxis={"autorange": "reversed"})
         height = map_height + 150
@@ -540,11 +543,11 @@ def attention_time_lapse(
             "mode": "immediate"}
     fig.update_layout(
         height=height, margin={"l": 10, "r": 20, "t": 60, "b": 10},
-        title={"text": title(last), "x": 0, "xanchor": "left", "y": 1, "yanchor": "top", "yref": "container",
+        title={"text": title(shown), "x": 0, "xanchor": "left", "y": 1, "yanchor": "top", "yref": "container",
                "pad": {"t": 12, "l": 10}},
         legend={"orientation": "h", "y": strip_top + 0.01, "yanchor": "bottom", "x": 1, "xanchor": "right"},
         sliders=[{
-            "active": last, "x": 0, "len": 1, "y": 0, "yanchor": "top", "pad": {"t": 45 if has_probs else 10, "l": 0, "r": 0},
+            "active": shown, "x": 0, "len": 1, "y": 0, "yanchor": "top", "pad": {"t": 45 if has_probs else 10, "l": 0, "r": 0},
             "currentvalue": {"visible": False},  # (it shows a step's label; the title names the epoch)
             "ticklen": 4, "minorticklen": 4,
             "steps": [{"label": label, "method": "animate",

@@ -11,6 +11,7 @@ from attention_core import ModelConfig, TrainConfig, preset
 from attention_core.model import POOLING, POSITIONAL
 from attention_core.presets import DEFAULT, PRESETS
 from attention_core.training import LR_SCHEDULES, MAX_SNAPSHOTS, OPTIMIZERS
+from ui import view_link
 from ui.common import kept
 
 CUSTOM = "Custom"  # not a preset: the form's own choice, starting from the default preset with every field open
@@ -21,6 +22,15 @@ PRESET_HELP = {p.label: p.help for p in PRESETS.values()} | {CUSTOM: f"Start fro
 def _keys(choice: str) -> str:
     """The prefix of a preset's widget keys: each preset keeps its own values."""
     return f"train_{PRESET_LABELS[choice]}_{'c' if choice == CUSTOM else 'p'}_"
+
+
+def view_params(datasets: Sequence[str]) -> list[view_link.Param]:
+    """What defines the Train page's view in the address: the bundled ``dataset`` (uci | small; an
+    upload has no link) and the ``preset`` (default | seed | custom)."""
+    bundled = dict(zip(("uci", "small"), datasets, strict=True))
+    presets = {p.name: p.label for p in PRESETS.values()} | {"custom": CUSTOM}
+    return [view_link.choice("dataset", "train_source", bundled, "uci", what="bundled dataset"),
+            view_link.choice("preset", "train_preset", presets, DEFAULT.name, what="preset")]
 
 
 def hyperparameter_form(default_probe: str, data_name: str, *, on_start: Callable[[], None], disabled: bool = False) -> None:

@@ -13,6 +13,9 @@ def home() -> None:
     """Home: type a sentence, see what the model predicts and where it looks."""
     st.set_page_config(page_title="Home · Attention Playground", page_icon="🔎", layout="wide")
     st.title("Attention Playground")
+    from ui import view_link
+
+    link = view_link.ViewLink("Home")  # ?run=…&sentence=…&layer=…&head=…&grid=1 (notices go here)
     st.caption(
         "Learn how attention works by looking inside a real model. Type a sentence: a small attention "
         "classifier reads it, predicts its sentiment, and shows you which words each word attended to."
@@ -41,6 +44,7 @@ def home() -> None:
         if choice:
             st.session_state["home_text"] = choice
 
+    link.add(view_link.text("sentence", "home_text", EXAMPLES[0]), view_link.run(), view_link.flag("grid", "home_grid_on"))
     kept_in_state("home_text", EXAMPLES[0])  # the sentence box (an example click sets it)
     text_now = st.session_state["home_text"]
     # A server that has not loaded torch yet shows the bundled model's saved answer to the first
@@ -53,6 +57,7 @@ def home() -> None:
         if quick:
             st.selectbox("Model", [BUNDLED_NAME], key="home_run", help="The bundled model, or any run you trained.")
             about = (saved.run_name, saved.n_layers, saved.n_heads, saved.label_names, saved.embeddings)
+            n_maps = saved.n_layers  # (the bundled model pools by the mean: a map per layer)
         else:
             from ui.common import active_run_picker
 
@@ -60,6 +65,7 @@ def home() -> None:
             if picked is None:
                 st.stop()
             path, run = picked
+            n_maps = run.model_config.n_attention_maps  # a map per layer, and the pooling query's
             about = (run.name, run.model_config.n_layers, run.model_config.n_heads, run.label_names,
                      run.encoder.embeddings.source.describe())
         st.page_link("pages/1_Train.py", label="Train your own model")
@@ -67,6 +73,12 @@ def home() -> None:
         name, n_layers, n_heads, labels, embeddings = about
         size = f"{n_layers} layer{'s' * (n_layers != 1)} × {n_heads} head{'s' * (n_heads != 1)}"
         st.caption(f"**{name}** · {size} · labels: {', '.join(labels)} · embeddings: {embeddings}")
+    layer_names = [f"Layer {i + 1}" for i in range(n_maps)]
+    head_options = ["Average of heads"] + [f"Head {h + 1}" for h in range(n_heads)]
+    link.add(view_link.number("layer", "home_layer", n_maps, layer_names[0], what="layer", value=layer_names.__getitem__),
+             view_link.number("head", "home_head", n_heads, head_options[0], what="head", extra={"avg": head_options[0]},
+                              value=lambda h: head_options[h + 1]))
+    link.write()
 
     # The example in the box is the one highlighted, none for a sentence of one's own: a click on
     # another example selects it and so loads it (a click on a selected pill would deselect it).
@@ -111,8 +123,6 @@ def home() -> None:
 
     st.subheader("Attention")
     attn = np.asarray(prediction.attention)  # (L, H, T, T)
-    layer_names = [f"Layer {i + 1}" for i in range(attn.shape[0])]
-    head_options = ["Average of heads"] + [f"Head {h + 1}" for h in range(attn.shape[1])]
     c1, c2 = st.columns(2)
     layer = layer_names.index(c1.radio("Layer", layer_names, horizontal=True, **kept("home_layer", layer_names[0], layer_names)))
     head = c2.radio("Head", head_options, horizontal=True, **kept("home_head", head_options[0], head_options))
@@ -121,7 +131,7 @@ def home() -> None:
         figures.attention_heatmap(weights, prediction.tokens, title=f"{layer_names[layer]} · {head}"),
         key="home_heatmap",
     )
-    if st.toggle("Show all layers and heads at once", key="home_grid_on"):  # drawn on request: 10+ maps are slow to draw
+    if st.toggle("Show all layers and heads at once", **kept("home_grid_on", False)):  # drawn on request: 10+ maps are slow to draw
         st.plotly_chart(figures.attention_grid(attn, prediction.tokens), key="home_grid")
 
     with st.expander("What am I looking at?", expanded=False):

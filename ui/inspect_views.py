@@ -17,7 +17,7 @@ from attention_core.explain import SALIENCY_METHODS, Explanation, explain, top_k
 from attention_core.export import attention_csv, file_stem
 from attention_core.metrics import spearman
 from attention_core.runs import run_stamp
-from ui import figures
+from ui import figures, state, view_link
 from ui.common import EXAMPLES, get_run, run_choices
 from ui.state import kept, kept_in_state
 
@@ -27,6 +27,64 @@ METHODS = {
     "grad_norm": "gradient norm",
 }
 REPLAYS = ["This sentence", "A probe sentence"]
+SOURCES = ["Type a sentence", "Pick one from the validation set"]
+TABS = {"model-view": "Model view", "rollout": "Rollout and saliency", "features": "Input features",
+        "time-lapse": "Time-lapse", "compare": "Compare", "export": "Export"}  # the address's tab → its label
+
+
+def view_params(run: Run, path: Path) -> list[view_link.Param]:
+    """What defines the page's view in the address: sentence (or val, a validation row), tab, saliency
+    method, layer and head (the zoom's; the time-lapse's on its tab), the time-lapse's epoch."""
+    val_texts = run.validation[0]
+    n_layers, n_heads = run.model_config.n_attention_maps, run.model_config.n_heads
+    val_key = f"inspect_val_{path.name}"
+
+    def typed() -> bool:  # the sentence is typed, not a validation row
+        return state.current("inspect_source", SOURCES[0]) == SOURCES[0] or not val_texts
+
+    def on_time_lapse() -> bool:  # layer and head are then the time-lapse's
+        return state.current("inspect_tab", TABS["model-view"]) == TABS["time-lapse"]
+
+    def put_text(text: object) -> None:
+        state.put("inspect_text", text)
+        state.put("inspect_source", SOURCES[0])
+
+    def put_row(row: object) -> None:
+        if row is not None:
+            state.put(val_key, row)
+            state.put("inspect_source", SOURCES[1])
+
+    def parse_row(text: str) -> int:
+        if not val_texts:
+            raise view_link.BadParam("this run kept no validation rows", "give a sentence=… instead")
+        if not text.strip().isdigit() or int(text) >= len(val_texts):
+            raise view_link.BadParam(f"this run has {len(val_texts):,} validation rows", f"use 0–{len(val_texts) - 1}")
+        return int(text)
+
+    def parse_epoch(text: str) -> int:
+        if not text.strip().isdigit():
+            raise view_link.BadParam("an epoch is a whole number", "e.g. epoch=0 (before training)")
+        return int(text)
+
+    def layer_and_head(name: str, what: str, count: int, default: int, extra: dict) -> view_link.Param:
+        zoom, replay = (view_link.number(name, f"{prefix}_{name}", count, default, what=what, extra=extra)
+                        for prefix in ("inspect", "inspect_tl"))
+        return view_link.Param(name, lambda: (replay if on_time_lapse() else zoom).get(),
+                               lambda value: (zoom.put(value), replay.put(value)), zoom.parse, zoom.show, default)
+
+    return [
+        view_link.Param("sentence", lambda: state.current("inspect_text", EXAMPLES[0]) if typed() else EXAMPLES[0],
+                        put_text, view_link.check_text, str, EXAMPLES[0]),
+        view_link.Param("val", lambda: None if typed() else view_link.state_getter(val_key, 0, range(len(val_texts)))(),
+                        put_row, parse_row, str, None),
+        view_link.choice("tab", "inspect_tab", TABS, "model-view"),
+        view_link.choice("method", "inspect_method", {m.replace("_", "-"): m for m in SALIENCY_METHODS},
+                         SALIENCY_METHODS[0].replace("_", "-"), what="saliency method"),
+        layer_and_head("layer", "layer", n_layers, n_layers - 1, {}),
+        layer_and_head("head", "head", n_heads, n_heads, {"avg": n_heads}),
+        view_link.Param("epoch", lambda: state.current("inspect_tl_epoch"), lambda e: state.put("inspect_tl_epoch", e),
+                        parse_epoch, str, None, written=on_time_lapse),
+    ]
 
 
 def _cache() -> dict:
@@ -49,6 +107,12 @@ def explanation(run: Run, path: Path, text: str, method: str) -> Explanation:
             cache.clear()
         cache[key] = ex
     return cache[key]
+
+
+def saliency_method() -> str:
+    """The saliency method chosen on the Rollout tab (the explanation is made before its selectbox is drawn)."""
+    method = state.current("inspect_method", SALIENCY_METHODS[0])
+    return method if method in SALIENCY_METHODS else SALIENCY_METHODS[0]
 
 
 def prediction(ex: Explanation, true_label: str | None) -> None:
@@ -244,12 +308,16 @@ def time_lapse(run: Run, path: Path, text: str, n_layers: int, n_heads: int) -> 
     st.markdown(f"**Layer {layer + 1} · {_head_name(head, n_heads)}** · press ▶ to replay the training, or drag the "
                 "slider")
     # Built once per view, not on every rerun of the page: every tab runs each time.
-    key: Hashable = ("time-lapse figure", run_stamp(path), source, replayed, layer, head)
+    start = st.session_state.get("inspect_tl_epoch")  # a link's epoch=…: the frame it opens on
+    if start is not None and start not in epochs:
+        st.caption(f"The link's epoch {start} is not one of this time-lapse's ({', '.join(map(str, epochs))}): it "
+                   "opens on the last.")
+    key: Hashable = ("time-lapse figure", run_stamp(path), source, replayed, layer, head, start)
     cache = _cache()
     if key not in cache:
         maps = [_head_map(np.asarray(r["attention"])[layer], head) for _, r in records]  # (T, T) each
         cache[key] = figures.attention_time_lapse(epochs, maps, [r["tokens"] for _, r in records], probs,
-                                                  kept=sorted(run.snapshots), model_epoch=model_epoch)
+                                                  kept=sorted(run.snapshots), model_epoch=model_epoch, start=start)
     st.plotly_chart(cache[key], key="inspect_time_lapse")
     notes = []
     if run.snapshots:

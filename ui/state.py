@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import streamlit as st
 
+_PUT = "state_put_keys"  # widgets given a value by put during this page run
+
 
 def kept(key: str, default: object = None, options: Sequence | None = None) -> dict:
     """Widget arguments (``key`` and its starting ``value``, or ``index`` for ``options``) for a
@@ -30,6 +32,8 @@ def kept(key: str, default: object = None, options: Sequence | None = None) -> d
     copy = _copy(key)
     if key in st.session_state:  # the widget's current value (a form's: as last submitted)
         st.session_state[copy] = st.session_state[key]
+    if key in st.session_state.get(_PUT, ()) and (options is None or st.session_state[key] in options):
+        return {"key": key}  # its value is in its key already (put): a starting value as well would be a warning
     value = st.session_state.get(copy, default)
     if options is None:
         return {"key": key, "value": value}
@@ -51,6 +55,27 @@ def kept_in_state(key: str, default: object, options: Sequence | None = None) ->
     elif st.session_state.get(key) not in options:  # first visit, back from another page, or fewer options now
         st.session_state[key] = st.session_state[copy] if st.session_state.get(copy) in options else default
     st.session_state[copy] = st.session_state[key]
+
+
+def current(key: str, default: object = None) -> object:
+    """The value of the widget ``key`` now: its own (drawn on the last run) or its kept copy, else ``default``."""
+    if key in st.session_state:
+        return st.session_state[key]
+    return st.session_state.get(_copy(key), default)
+
+
+def put(key: str, value: object) -> None:
+    """Give the widget ``key`` the value ``value`` from outside (a link, ``ui.view_link``), before it is
+    drawn: into its own key, so the browser shows it, and its kept copy, so :func:`kept` and
+    :func:`kept_in_state` start from it. Not for a widget in a form (see :func:`kept`)."""
+    st.session_state[key] = value
+    st.session_state[_copy(key)] = value
+    st.session_state.setdefault(_PUT, set()).add(key)
+
+
+def new_run() -> None:
+    """Forget which widgets :func:`put` gave a value: called as a page run begins (``ui.view_link``)."""
+    st.session_state[_PUT] = set()
 
 
 def _copy(key: str) -> str:
