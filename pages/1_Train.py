@@ -18,8 +18,8 @@ from ui.training_page import training_page
 
 page = training_page(__file__, "📈", job_key="train_job")
 st.title("Train a model")
-link = view_link.ViewLink("Train")  # ?dataset=uci|small&preset=default|seed|custom
-link.add(*forms.view_params(list(BUNDLED_DATA)))
+link = view_link.ViewLink("Train")  # ?dataset=uci|small&preset=default|seed|custom&compare=a,b
+link.add(*forms.view_params(list(BUNDLED_DATA)), train_views.compare_param(runs_dir()))
 link.write()
 train_views.interrupted(runs_dir(), page.url_path)  # trainings a server restart stopped: start them again
 

@@ -38,4 +38,4 @@ if question is None:
     st.success("You have answered every question on this sentence and model: type another sentence, or pick "
                "another model in the sidebar.")
     st.stop()
-views.ask(state, question, views.run_param(path))
+views.ask(state, question)

@@ -323,3 +323,18 @@ def test_the_previous_page_s_parameters_carried_over_by_a_page_switch_are_not_re
     assert at.text_input(key="inspect_text").value == "the food was not good at all"
     assert at.selectbox(key="inspect_head").value == 4 and not notices(at)  # the average: Inspect's default
     assert query(at) == {}  # Home's parameters dropped
+
+
+def test_train_opens_the_comparison_of_two_of_ones_runs_and_names_a_run_that_is_not_there(runs_dir):
+    """Check yourself's "which run learned faster" links to ``Train?compare=a,b``."""
+    runs_dir.mkdir(parents=True)
+    for name in ("run-a", "run-b"):
+        shutil.copytree(ROOT / "data" / "default_run", runs_dir / name)
+    at = visit("pages/1_Train.py", compare="run-a,run-b")
+    assert not notices(at)
+    assert at.multiselect(key="train_compare").value == ["run-a", "run-b"]
+    assert query(at) == {"compare": "run-a,run-b"} and copied_link(at) == {"compare": "run-a,run-b"}
+    bad = visit("pages/1_Train.py", compare="run-a,someone-elses")
+    assert notices(bad) == ["The link's `compare=run-a,someone-elses` was left out: it names a run that is not in "
+                            "your runs — pick two runs in the list below"]
+    assert bad.multiselect(key="train_compare").value == [] and query(bad) == {}

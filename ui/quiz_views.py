@@ -14,7 +14,7 @@ from attention_core import History, Run
 from attention_core.errors import RunError
 from attention_core.quiz import Question, View, markdown_escape, next_question, questions
 from attention_core.runs import list_runs, read_history, run_stamp
-from ui.common import DEFAULT_RUN, published_runs, runs_dir
+from ui.common import BUNDLED_NAME, run_link_name, runs_dir
 from ui.navigation import PAGE_FILES
 
 SEED_KEY = "quiz_seed"  # the session's seed: its questions' order (a test may set it)
@@ -88,7 +88,7 @@ def _next(state: Quiz) -> None:
     state.current, state.checked = None, None
 
 
-def ask(state: Quiz, question: Question, run_param: str | None) -> None:
+def ask(state: Quiz, question: Question) -> None:
     """The question, its options, Check; once checked: right or wrong, why, and the view that shows it."""
     st.markdown(f"**Question {len(state.asked)}.** {question.text}")
     widget = f"quiz_choice_{len(state.asked)}"
@@ -104,7 +104,7 @@ def ask(state: Quiz, question: Question, run_param: str | None) -> None:
     else:
         st.error(f"Not quite: the answer is **{answer}**.")
     st.markdown(question.explanation)
-    view_link(question.view, run_param)
+    view_link(question.view, run_link_name(st.session_state.get("active_run", BUNDLED_NAME)))
     st.button("Next question", key="quiz_next", type="primary", on_click=_next, args=(state,))
 
 
@@ -115,15 +115,6 @@ def view_link(view: View, run_param: str | None) -> None:
     if run_param is not None and view.page != "Train":  # Train's runs are named in its own parameter
         params["run"] = run_param
     st.page_link(page.path, label=f"See why on {page.title}", icon=":material/search:", query_params=params)
-
-
-def run_param(path: Path) -> str | None:
-    """The run's address parameter: absent for the bundled model, ``published:<name>`` for a published
-    run, else its folder's name."""
-    if path == DEFAULT_RUN:
-        return None
-    published = next((run for run in published_runs() if run.path == path), None)
-    return f"published:{published.name}" if published is not None else path.name
 
 
 def score(state: Quiz) -> None:

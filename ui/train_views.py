@@ -31,7 +31,7 @@ from attention_core.training import History, metrics_from_probabilities
 from runner import jobs
 from runner.jobs import JobSnapshot, TrainingJob
 from runner.queue import ordinal
-from ui import background, figures
+from ui import background, figures, view_link
 from ui.common import check_room, embeddings, kept, workspace_store
 from ui.live_chart import live_plotly_chart
 from ui.training_page import TrainingPage
@@ -396,6 +396,24 @@ def home_page() -> st.Page:
     """The router's Home page (``app.py``), for ``st.switch_page``: Home is a function page there,
     which Streamlit finds by its ``url_path`` ("home"), not by a file name."""
     return st.Page(lambda: None, title="Home", url_path=HOME_URL_PATH, default=True)
+
+
+def compare_param(runs_dir: Path) -> view_link.Param:
+    """``compare=a,b``: the runs list's comparison of two of the visitor's runs (Check yourself's "which
+    run learned faster" links to it). A name that is not a run of the visitor's is a notice."""
+
+    def parse(text: str) -> list[str]:
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        mine = {path.name for path in list_runs(runs_dir)}
+        if not 1 <= len(names) <= 2:
+            raise view_link.BadParam("it names no run, or more than two", "give one or two run names, e.g. compare=a,b")
+        if any(n not in mine for n in names):
+            raise view_link.BadParam("it names a run that is not in your runs", "pick two runs in the list below")
+        return names
+
+    return view_link.Param("compare", lambda: list(st.session_state.get("train_compare", [])),
+                           lambda names: st.session_state.__setitem__("train_compare", list(names)),
+                           parse, ",".join, [])
 
 
 def runs_manager(runs_dir: Path) -> None:
