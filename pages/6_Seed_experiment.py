@@ -65,7 +65,7 @@ jobs: dict[str, TrainingJob] = seq.jobs if seq is not None else {}
 running = seq is not None and seq.alive
 
 # -- controls -------------------------------------------------------------------------------------
-c1, c2, c3, c4 = st.columns([1, 1, 1, 1], vertical_alignment="bottom")
+c1, c2, c3, c4 = st.columns([1, 1, 1.3, 0.7], vertical_alignment="bottom")  # the Train button's label whole at 1024 px
 c1.number_input("Epochs, seed variants", 1, 5000, 1000, step=100, key="seedexp_epochs", disabled=running,
                 help="The post trains 1000 epochs: one SGD step per review, 39,000 steps.")
 c2.number_input("Epochs, default preset", 1, 500, 10, key="seedexp_default_epochs", disabled=running,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 from tests.browser import CHROMIUM, E2E, app_server, browser_page, shot
 
@@ -86,7 +87,8 @@ def test_train_stop_midway_results_runs_list_rename_open_on_home(tmp_path):
         main.get_by_role("button", name="Open on Home").click()  # was: StreamlitPageNotFoundError
         main.get_by_text("Prediction:").or_(page.get_by_test_id("stException")).first.wait_for()
         no_traceback(page)
-        assert page.url.rstrip("/") == url  # the router's Home, at the root
+        home = urlsplit(page.url)  # the router's Home, at the root, its address naming the run opened
+        assert home.path in ("", "/") and parse_qs(home.query) == {"run": ["my-first-run"]}
         sidebar = page.get_by_test_id("stSidebar")
         assert sidebar.get_by_role("combobox", name="Model").input_value() == "my-first-run"
         assert sidebar.get_by_text(re.compile(r"my-first-run · \d layers? × \d heads?")).count() == 1

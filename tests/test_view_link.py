@@ -338,3 +338,15 @@ def test_train_opens_the_comparison_of_two_of_ones_runs_and_names_a_run_that_is_
     assert notices(bad) == ["The link's `compare=run-a,someone-elses` was left out: it names a run that is not in "
                             "your runs — pick two runs in the list below"]
     assert bad.multiselect(key="train_compare").value == [] and query(bad) == {}
+
+
+def test_a_link_naming_a_default_is_left_as_it_is_until_the_view_changes(runs_dir):
+    """Writing a link's own view again (without its defaults) would push a second history entry: Back
+    from a followed link would return to the link instead of the page it was followed from."""
+    at = visit(layer="1", head="2")  # layer 1 is Home's default
+    assert at.radio(key="home_head").value == "Head 2" and not notices(at)
+    assert query(at) == {"layer": "1", "head": "2"}  # not rewritten as {"head": "2"}
+    at.radio(key="home_layer").set_value("Layer 2").run()
+    assert query(at) == {"layer": "2", "head": "2"}
+    at.radio(key="home_layer").set_value("Layer 1").run()
+    assert query(at) == {"head": "2"}  # a change is written, defaults left out

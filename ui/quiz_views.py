@@ -16,6 +16,7 @@ from attention_core.quiz import Question, View, markdown_escape, next_question, 
 from attention_core.runs import list_runs, read_history, run_stamp
 from ui.common import BUNDLED_NAME, run_link_name, runs_dir
 from ui.navigation import PAGE_FILES
+from ui.view_link import GLOBAL
 
 SEED_KEY = "quiz_seed"  # the session's seed: its questions' order (a test may set it)
 
@@ -111,7 +112,9 @@ def ask(state: Quiz, question: Question) -> None:
 def view_link(view: View, run_param: str | None) -> None:
     """A link to the view that shows why, in this tab (the session and its workspace stay)."""
     page = next(p for p in PAGE_FILES if p.url_path == view.page)
-    params = dict(view.params)
+    # The address's own global parameters (the private w, projector, hide) go along: the view opens in
+    # this workspace and mode without a second address write (a second Back to come back here).
+    params = {k: st.query_params[k] for k in GLOBAL if k in st.query_params} | dict(view.params)
     if run_param is not None and view.page != "Train":  # Train's runs are named in its own parameter
         params["run"] = run_param
     st.page_link(page.path, label=f"See why on {page.title}", icon=":material/search:", query_params=params)

@@ -100,6 +100,7 @@ class ViewLink:
         written = [address for _, address in st.session_state.get(_WRITTEN, [])]
         self.reading = self.history or bool(own) and _encoded(own) not in written
         self.notices = st.container()  # at the top of the page, where declarations put their notices
+        self._left_out = False  # a parameter of the address was left out (a notice says why)
         if self.reading:
             known = set(GLOBAL)
             self._unknown = [k for k in self.address if k not in known]
@@ -132,6 +133,7 @@ class ViewLink:
 
     def notice(self, name: str, text: str, why: str) -> None:
         """One short notice about a parameter that was left out, its value shown as plain text."""
+        self._left_out = True
         self.notices.info(f"The link's `{_plain(name)}={_plain(text)}` was left out: {_escaped(why)}",
                           icon=":material/link_off:")
 
@@ -153,13 +155,16 @@ class ViewLink:
             for name in self._unknown:
                 self.notice(name, self.address[name], f"{self.page} has no such parameter")
             self._unknown = []
-        self._write()
+        # A link just opened, all of it used, stays as it is even where it names a default: writing
+        # the same view again would push a second history entry, and Back would return to the link
+        # instead of the page it was followed from. One with a part left out is written, without it.
+        self._write(keep=self.reading and not self.history and not self._left_out)
         with st.sidebar:
             copy_link(self.link())
 
-    def _write(self) -> None:
-        wanted = self.query()
+    def _write(self, keep: bool = False) -> None:
         current = {k: st.query_params[k] for k in st.query_params}
+        wanted = current if keep else self.query()
         written = st.session_state.setdefault(_WRITTEN, [])
         if written and written[-1][0] != self.page:
             written.clear()  # another page's: a link back to this page's earlier address is read again
