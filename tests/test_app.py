@@ -112,6 +112,10 @@ def test_tiny_training_flow_completes_and_saves_a_run(runs_dir):
     at.number_input(key="train_default_c_epochs").set_value(3)
     at.number_input(key="train_default_c_layers").set_value(1)
     at.number_input(key="train_default_c_snaps").set_value(2)
+    at.number_input(key="train_default_c_edrop").set_value(0.15)  # the advanced settings reach the saved configs
+    at.number_input(key="train_default_c_wd").set_value(0.05)
+    at.selectbox(key="train_default_c_sampling").set_value("balanced")
+    at.selectbox(key="train_default_c_keep").set_value("macro_f1")
     at.text_input(key="train_default_c_name_small.csv").set_value("tiny run")
     at.button[0].click().run()  # the form's Start button
     assert not at.exception
@@ -122,6 +126,8 @@ def test_tiny_training_flow_completes_and_saves_a_run(runs_dir):
     assert not at.exception
     assert (runs_dir / "tiny-run" / "model.safetensors").is_file()
     saved = load_run(runs_dir / "tiny-run")
+    assert saved.model_config.embedding_dropout == 0.15 and saved.train_config.weight_decay == 0.05
+    assert (saved.train_config.sampling, saved.train_config.keep_by) == ("balanced", "macro_f1")
     assert saved.train_config.snapshots == 2  # the form's time-lapse moments: epochs 0 and 3, and the best one
     assert {0, 3} <= set(saved.snapshots) <= {0, 3, saved.history.kept_epoch}
     assert any(s.value.startswith("Training finished") for s in at.success)

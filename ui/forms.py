@@ -10,7 +10,7 @@ import streamlit as st
 from attention_core import ModelConfig, TrainConfig, preset
 from attention_core.model import POOLING, POSITIONAL
 from attention_core.presets import DEFAULT, PRESETS
-from attention_core.training import LR_SCHEDULES, MAX_SNAPSHOTS, OPTIMIZERS
+from attention_core.training import KEEP_BY, LR_SCHEDULES, MAX_SNAPSHOTS, OPTIMIZERS, SAMPLINGS
 from ui import view_link
 from ui.common import kept
 
@@ -89,6 +89,17 @@ def hyperparameter_form(default_probe: str, data_name: str, *, on_start: Callabl
                          disabled=not custom, help="linear / cosine: decay to 0 over the planned epochs")
             c4.number_input("Patience (epochs, 0 = none)", 0, 1000, **k("patience", train.patience or 0), disabled=not custom,
                             help="Stop when the validation loss has not improved for this many epochs.")
+            c1, c2, c3, c4 = st.columns(4)
+            c1.number_input("Embedding dropout", 0.0, 0.9, step=0.05, **k("edrop", model.embedding_dropout),
+                            disabled=not custom, help="Dropout on the word vectors entering the model, while training.")
+            c2.number_input("Weight decay", 0.0, 1.0, step=0.01, format="%.3g", **k("wd", train.weight_decay),
+                            disabled=not custom)
+            c3.selectbox("Class sampling", SAMPLINGS, **k("sampling", train.sampling, SAMPLINGS), disabled=not custom,
+                         help="Rows per class in an epoch. shuffle: each row once; sqrt / balanced: rare classes shown "
+                         "more often; auto: balanced when a class is rare (under half of an equal share), else shuffle.")
+            c4.selectbox("Keep the epoch by", KEEP_BY, **k("keep", train.keep_by, KEEP_BY), disabled=not custom,
+                         help="The validation figure that picks the kept epoch, and that patience waits on: the loss, "
+                         "or macro-F1 (every class counts the same).")
         c1, c2, c3, c4 = st.columns([2, 1, 1, 1.6])
         c1.text_input("Probe sentence (attention recorded every epoch)", **k("probe", default_probe))
         c2.number_input("Time budget (s, 0 = none)", 0, 3600, **k("budget", int(train.time_budget or 0)))
@@ -120,9 +131,10 @@ def form_settings(data_name: str) -> tuple[str, ModelConfig, TrainConfig, str]:
         model = replace(model, n_layers=int(v("layers")), n_heads=int(v("heads")), d_model=int(v("dmodel")),
                         positional=v("pos"), pooling=v("pool"), dropout=float(v("drop")), residual=block,
                         layer_norm=block, feed_forward=block, freeze_embeddings=v("femb"), freeze_head=v("fhead"),
-                        word_dropout=float(v("wdrop")))
+                        word_dropout=float(v("wdrop")), embedding_dropout=float(v("edrop")))
         train = replace(train, label_smoothing=float(v("smooth")), lr_schedule=v("sched"),
-                        patience=int(v("patience")) or None)
+                        patience=int(v("patience")) or None, weight_decay=float(v("wd")), sampling=v("sampling"),
+                        keep_by=v("keep"))
     probe = v("probe").strip()
     train = replace(train, epochs=int(v("epochs")), lr=float(v("lr")), batch_size=int(v("batch")), seed=int(v("seed")),
                     val_fraction=float(v("val")), optimizer=v("opt"), class_weights=v("cw"),
