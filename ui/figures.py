@@ -523,7 +523,7 @@ def attention_time_lapse(
         return go.Scatter(x=[i, i], y=[0, 1], mode="lines", line={"color": "#444", "dash": "dash"}, hoverinfo="skip",
                           showlegend=False)
 
-    map_height = 200 if pooling else max(260, 34 * max(len(tok) for tok in tokens) + 120)
+    map_height = 260 if pooling else max(260, 34 * max(len(tok) for tok in tokens) + 120)  # (260: the smallest that fits)
     last = n - 1
     shown = epochs.index(start) if start in epochs else last  # the frame the figure opens on
     if has_probs:

@@ -182,8 +182,8 @@ def model_view(ex: Explanation, cfg: ModelConfig) -> Zoom:
     pooled = len(names) > cfg.n_layers
     st.caption("Rows of maps are layers, columns are heads, the last column is the average of the heads. In every map "
                "a row is the word asking (query), a column the word looked at (key); each row sums to 1. "
-               + (f"The last row, **{names[-1]}**, is {figures.POOLING_CAPTION}: one query, the label's. " if pooled
-                  else "")
+               + (f"The last row, **{names[-1]}**, is {figures.POOLING_CAPTION} (one row each: the label's "
+                  "query). " if pooled else "")
                + "**Click a map to zoom in**, or pick it below.")
     st.plotly_chart(figures.selectable_attention_grid(attn, tokens, pooling=pooled), key="inspect_grid",
                     on_select=_zoom_from_click, selection_mode="points")
