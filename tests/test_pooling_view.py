@@ -107,6 +107,9 @@ def test_a_pooling_map_is_one_row_the_labels_query_with_its_caption():
     assert figures.POOLING_CAPTION in untitled.layout.title.text
     layer = figures.attention_heatmap(w, TOKENS, title="Layer 1 · Head 1")
     assert np.asarray(layer.data[0].z).shape == (len(TOKENS), len(TOKENS)) and list(layer.data[0].y) == TOKENS
+    assert trace.texttemplate  # a short sentence's one row has its values written
+    long = [f"w{i}" for i in range(figures.POOLING_VALUES + 1)]
+    assert not figures.attention_heatmap(pooling_map(len(long)), long, pooling=True).data[0].texttemplate
     compact = figures.compact_attention_heatmap(w, TOKENS, pooling=True)
     assert np.asarray(compact.data[0].z).shape == (1, len(TOKENS)) and list(compact.data[0].y) == [figures.POOLING_QUERY]
 

@@ -65,6 +65,7 @@ PROJECTOR_INK = "#111111"  # text and axis lines, near black on white
 POOLING_QUERY = "label's query"
 POOLING_CAPTION = "the pooling attention: how much each word counts toward the label"
 POOLING_ROW = 90  # px: a grid's row of pooling maps, against its layers' ``cell``
+POOLING_VALUES = 24  # a pooling map's one row has its values written up to this many words (wider, they overlap)
 
 
 def _dedupe(tokens: Sequence[str]) -> list[str]:
@@ -131,6 +132,7 @@ def attention_heatmap(
     its one row, the label's query, with :data:`POOLING_CAPTION` under the title."""
     if pooling:
         weights, queries, keys = pooling_row(weights), [POOLING_QUERY], queries if keys is None else keys
+        show_values = len(keys) <= POOLING_VALUES if show_values is None else show_values
     fig = go.Figure(attention_trace(weights, queries, keys, zmax=zmax, show_values=show_values,
                                     colorbar={"title": colorbar_title}))
     side = height or (230 if pooling else max(260, 34 * len(queries) + 150))
@@ -512,7 +514,8 @@ def attention_time_lapse(
 
     def heatmap(i: int) -> go.Heatmap:
         if pooling:
-            return attention_trace(pooling_row(weights[i]), [POOLING_QUERY], tokens[i], colorbar=colorbar)
+            return attention_trace(pooling_row(weights[i]), [POOLING_QUERY], tokens[i], colorbar=colorbar,
+                                   show_values=len(tokens[i]) <= POOLING_VALUES)
         return attention_trace(weights[i], tokens[i], colorbar=colorbar)
 
     def bars(i: int) -> go.Bar:
