@@ -257,7 +257,8 @@ def _predict(args: argparse.Namespace) -> dict:
     heads = parse_heads(args.knock_out, run.model_config)
     prediction = run.predict(args.text, edit_attention=knock_out(heads, run.model_config, args.knock_out_mode))
     last = run.model_config.n_attention_maps - 1  # the map prediction_summary shows
-    print(prediction_summary(prediction, knocked_out=[h for layer, h in heads if layer == last]), file=sys.stderr)
+    print(prediction_summary(prediction, knocked_out=[h for layer, h in heads if layer == last],
+                             map_name=run.model_config.map_names()[last]), file=sys.stderr)
     if not heads:
         return prediction.to_dict()
     return {**prediction.to_dict(), "knocked_out": [head_name(*hd) for hd in heads], "knock_out_mode": args.knock_out_mode}
@@ -331,18 +332,19 @@ def _faithfulness_table(comprehensiveness: dict[str, float], sufficiency: dict[s
     return "\n".join(lines)
 
 
-def prediction_summary(prediction: Prediction, knocked_out: Sequence[int] = ()) -> str:
+def prediction_summary(prediction: Prediction, knocked_out: Sequence[int] = (), map_name: str = "Last layer") -> str:
     """A prediction for a person to read: label and probabilities, the tokens read (unknown words
-    marked), and the word each head of the last layer attends to most (averaged over the queries);
-    ``knocked_out``: the last layer's heads (0-based) that were switched off."""
+    marked), and the word each head of the last attention map attends to most (averaged over the
+    queries); ``map_name`` names that map (``ModelConfig.map_names``: a layer, or the pooling
+    attention), ``knocked_out`` its heads (0-based) that were switched off."""
     probs = sorted(prediction.probabilities.items(), key=lambda kv: -kv[1])
     lines = [f"{prediction.label}  ({', '.join(f'{name} {p:.1%}' for name, p in probs)})"]
     lines.append(f"tokens: {' '.join(prediction.tokens)}")
     if prediction.unknown_tokens:
         how = "read as <unk>" if "<unk>" in prediction.tokens else "dropped"
         lines.append(f"unknown words, {how}: {', '.join(prediction.unknown_tokens)}")
-    last = prediction.attention[-1]  # (H, T, T) of the last layer
-    lines.append(f"last layer ({len(prediction.attention)}), the word each head attends to most:")
+    last = prediction.attention[-1]  # (H, T, T) of the last map
+    lines.append(f"{map_name}, the word each head attends to most:")
     for h, head in enumerate(last):
         if h in knocked_out:
             lines.append(f"  head {h + 1}: knocked out")

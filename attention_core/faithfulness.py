@@ -86,7 +86,8 @@ def parse_heads(spec: str, cfg: ModelConfig) -> list[tuple[int, int]]:
 
 
 def _heads_hint(cfg: ModelConfig) -> str:
-    pooling = f" (layer {cfg.n_attention_maps}: the pooling attention)" if cfg.n_attention_maps > cfg.n_layers else ""
+    last = cfg.map_names()[-1]  # a layer, or the pooling attention's map
+    pooling = f" (layer {cfg.n_attention_maps}: the {last.lower()} attention)" if cfg.n_attention_maps > cfg.n_layers else ""
     return f"this model has layers 1–{cfg.n_attention_maps}{pooling} with heads 1–{cfg.n_heads} each"
 
 

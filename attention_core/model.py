@@ -96,6 +96,11 @@ class ModelConfig:
         """Attention maps per head the forward pass returns: one per layer, plus the pooling query's."""
         return self.n_layers + (1 if self.pooling == "attention" else 0)
 
+    def map_names(self) -> list[str]:
+        """A name per attention map, in the forward pass's order: "Layer 1" … "Layer L", then "Pooling"
+        for the pooling query's (map index ``n_layers``, one row: the label's query over the tokens)."""
+        return [f"Layer {i + 1}" for i in range(self.n_layers)] + ["Pooling"] * (self.n_attention_maps - self.n_layers)
+
     def to_dict(self) -> dict:
         return asdict(self)
 

@@ -147,7 +147,7 @@ def _attends_most(s: _Sentence, rng: np.random.Generator) -> list[Question]:
     best = np.stack([attention[..., at[i]].max(-1) for i in range(len(words))], -1)  # (L, H, T, W)
     top2 = np.sort(best, -1)[..., -2:]  # (L, H, T, 2)
     clear = top2[..., 1] - top2[..., 0] >= MARGINS["attends_most"]  # (L, H, T)
-    out = []
+    out, names = [], [name.lower() for name in cfg.map_names()]  # "layer 1", …
     for layer, head, q in zip(*np.nonzero(clear), strict=True):
         weight = dict(zip(words, best[layer, head, q].tolist(), strict=True))  # word → its weight in this row
         ranked = sorted(words, key=lambda w: -weight[w])
@@ -158,10 +158,10 @@ def _attends_most(s: _Sentence, rng: np.random.Generator) -> list[Question]:
         out.append(Question(
             key=f"attends_most|{s.run.name}|{s.text}|{layer + 1}.{head + 1}|{q}",
             kind="attends_most",
-            text=f"In layer {layer + 1}, head {head + 1}, which word does {which} attend to most?",
+            text=f"In {names[layer]}, head {head + 1}, which word does {which} attend to most?",
             options=options,
             answer=answer,
-            explanation=(f"Row {which} of layer {layer + 1}, head {head + 1} gives {_word(answer)} "
+            explanation=(f"Row {which} of {names[layer]}, head {head + 1} gives {_word(answer)} "
                          f"{weight[answer]:.2f} of its attention; the other choices: {shown}."),
             view=s.view("Inspect", layer=layer + 1, head=head + 1, tab="model-view"),
         ))
@@ -185,7 +185,8 @@ def _knock_out(s: _Sentence, rng: np.random.Generator) -> list[Question]:
     distractors = _distractors(rng, clear)
     options = _shuffled(rng, answer, distractors)
     lines = ", ".join(f"{h} → {p + change[h]:.3f} ({change[h]:+.3f})" for h in sorted(options))
-    pooling = " (the last layer is the pooling attention)" if cfg.n_attention_maps > cfg.n_layers else ""
+    pooling = (f" ({cfg.n_attention_maps}.h: the {cfg.map_names()[-1].lower()} attention's heads)"
+               if cfg.n_attention_maps > cfg.n_layers else "")
     return [Question(
         key=f"knock_out|{s.run.name}|{s.text}",
         kind="knock_out",
@@ -251,10 +252,10 @@ def _most_spread(s: _Sentence, rng: np.random.Generator) -> list[Question]:
     ranked = [int(i) for i in np.argsort(-entropy, kind="stable")]
     if entropy[ranked[0]] - entropy[ranked[1]] < MARGINS["most_spread"]:
         return []
-    names = [f"Layer {i + 1}" for i in range(cfg.n_layers)]
+    names = cfg.map_names()[: cfg.n_layers]  # the layers' maps, not a pooling attention's
     answer = names[ranked[0]]
     distractors = _distractors(rng, [names[i] for i in ranked[1:]])
-    shown = ", ".join(f"layer {i + 1} {entropy[i]:.2f}" for i in range(cfg.n_layers))
+    shown = ", ".join(f"{names[i].lower()} {entropy[i]:.2f}" for i in range(cfg.n_layers))
     return [Question(
         key=f"most_spread|{s.run.name}|{s.text}",
         kind="most_spread",

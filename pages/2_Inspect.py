@@ -48,13 +48,13 @@ views.keep_layer_and_head_choices(n_layers, n_heads)
 
 tabs = view_link.tabs("inspect_tab", list(views.TABS.values()))
 with tabs[0]:
-    zoom = views.model_view(ex)
+    zoom = views.model_view(ex, run.model_config)
 with tabs[1]:
-    views.rollout_and_saliency(ex, residual=run.model_config.residual)
+    views.rollout_and_saliency(ex, run.model_config)
 with tabs[2]:
     views.input_features(ex, run)
 with tabs[3]:
-    views.time_lapse(run, path, text, n_layers, n_heads)
+    views.time_lapse(run, path, text, n_heads)
 with tabs[4]:
     views.compare(run, text)
 with tabs[5]:

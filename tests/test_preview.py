@@ -30,9 +30,9 @@ def test_the_saved_answer_is_what_the_bundled_model_says():
     assert (saved.label, saved.tokens, saved.unknown_tokens) == (live.label, live.tokens, live.unknown_tokens)
     assert saved.probabilities == pytest.approx(live.probabilities, abs=1e-6)
     np.testing.assert_allclose(saved.attention, live.attention, atol=1e-6)
-    assert (saved.run_name, saved.n_layers, saved.n_heads, saved.label_names, saved.embeddings) == (
+    assert (saved.run_name, saved.n_layers, saved.n_heads, saved.label_names, saved.embeddings, saved.map_names) == (
         run.name, run.model_config.n_layers, run.model_config.n_heads, list(run.label_names),
-        run.encoder.embeddings.source.describe())
+        run.encoder.embeddings.source.describe(), run.model_config.map_names())
 
 
 def test_the_preview_is_the_prediction_as_predict_gives_it_plus_the_runs_facts(tmp_path):
@@ -48,7 +48,7 @@ def test_the_preview_is_the_prediction_as_predict_gives_it_plus_the_runs_facts(t
     live = run.predict("a great phone").to_dict()
     assert data == {"text": "a great phone", **live, "run_name": run.name, "n_layers": run.model_config.n_layers,
                     "n_heads": run.model_config.n_heads, "label_names": list(run.label_names),
-                    "embeddings": run.encoder.embeddings.source.describe()}
+                    "embeddings": run.encoder.embeddings.source.describe(), "map_names": run.model_config.map_names()}
     assert list(data) == list(json.loads(preview.PREVIEW.read_text(encoding="utf-8")))  # the bundled file's layout
     back = preview.load.__wrapped__(tmp_path / "p.json")
     assert back == written and back.prediction == live

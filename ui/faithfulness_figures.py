@@ -85,10 +85,11 @@ def erasure_curves(deletion: Mapping[str, Sequence[float]], insertion: Mapping[s
 
 @themed
 def knocked_out_grid(attention: np.ndarray, tokens: Sequence[str], off: Sequence[tuple[int, int]],
-                     names: Sequence[str]) -> go.Figure:
+                     names: Sequence[str], *, pooling: bool = False) -> go.Figure:
     """:func:`~ui.figures.attention_grid` of every map (L or L + 1, H, T, T) with the heads in ``off``
-    (0-based) marked in their titles; ``names`` names each row of maps ("layer 1", "pooling")."""
-    fig = attention_grid(attention, tokens)
+    (0-based) marked in their titles; ``names`` names each row of maps ("layer 1", "pooling"); ``pooling``:
+    the last row is a pooling attention's (drawn one row each)."""
+    fig = attention_grid(attention, tokens, pooling=pooling)
     n_heads = attention.shape[1]
     cols = n_heads + 1
     for i, annotation in enumerate(fig.layout.annotations):  # subplot titles, row by row

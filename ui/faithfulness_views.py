@@ -143,8 +143,7 @@ def eraser_table(comprehensiveness: dict[str, float], sufficiency: dict[str, flo
 
 def map_names(run: Run) -> list[str]:
     """A name per row of attention maps: the layers, then the pooling attention if the model has one."""
-    cfg = run.model_config
-    return [f"layer {i + 1}" for i in range(cfg.n_layers)] + ["pooling"] * (cfg.n_attention_maps - cfg.n_layers)
+    return [name.lower() for name in run.model_config.map_names()]
 
 
 @st.fragment
@@ -176,7 +175,8 @@ def knock_out_lab(run: Run, text: str) -> None:
     change = max(abs(edited.probabilities[k] - plain.probabilities[k]) for k in plain.probabilities)
     st.caption(f"The largest change in a class's probability: {change:.1%}. Below, every map with those heads off: "
                "a head switched off in an early layer changes what the later layers see, so their maps move too.")
-    live_plotly_chart(figs.knocked_out_grid(np.asarray(edited.attention), edited.tokens, off, names), key="faith_ko_grid")
+    live_plotly_chart(figs.knocked_out_grid(np.asarray(edited.attention), edited.tokens, off, names,
+                                           pooling=cfg.pooling == "attention"), key="faith_ko_grid")
 
 
 # --- the whole run ------------------------------------------------------------------------------------

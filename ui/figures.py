@@ -60,6 +60,12 @@ PROJECTOR_MIN_FONT = 15  # px: the smallest text of a chart that sets its own sm
 PROJECTOR_SCALE = 1.5  # a size a figure sets itself (a tick font, a colour bar), and line widths
 PROJECTOR_HEIGHT = 1.35  # taller charts: larger heatmap cells for the larger text
 PROJECTOR_INK = "#111111"  # text and axis lines, near black on white
+# A pooling attention's map (ModelConfig.pooling == "attention", the last map of the stack) has one
+# query, the label's, so it is drawn as one row: the model returns it as T identical rows.
+POOLING_QUERY = "label's query"
+POOLING_CAPTION = "the pooling attention: how much each word counts toward the label"
+POOLING_ROW = 90  # px: a grid's row of pooling maps, against its layers' ``cell``
+POOLING_VALUES = 24  # a pooling map's one row has its values written up to this many words (wider, they overlap)
 
 
 def _dedupe(tokens: Sequence[str]) -> list[str]:
@@ -70,6 +76,13 @@ def _dedupe(tokens: Sequence[str]) -> list[str]:
         seen[tok] = seen.get(tok, 0) + 1
         out.append(tok if seen[tok] == 1 else f"{tok} ({seen[tok]})")
     return out
+
+
+def pooling_row(weights: np.ndarray) -> np.ndarray:
+    """A pooling attention's map as its one row (1, T), from the (T, T) of identical rows the model returns
+    (or the row (T,) itself)."""
+    w = np.asarray(weights, dtype=float)
+    return w.reshape(1, -1) if w.ndim == 1 else w[:1]
 
 
 def attention_trace(
@@ -111,48 +124,68 @@ def attention_heatmap(
     height: int | None = None,
     show_values: bool | None = None,
     colorbar_title: str = "weight",
+    pooling: bool = False,
 ) -> go.Figure:
-    """One attention map: rows = queries, columns = keys, hover shows ``query → key: weight``."""
+    """One attention map: rows = queries, columns = keys, hover shows ``query → key: weight``.
+
+    ``pooling``: the map is a pooling attention's (``queries`` are then the tokens it reads), drawn as
+    its one row, the label's query, with :data:`POOLING_CAPTION` under the title."""
+    if pooling:
+        weights, queries, keys = pooling_row(weights), [POOLING_QUERY], queries if keys is None else keys
+        show_values = len(keys) <= POOLING_VALUES if show_values is None else show_values
     fig = go.Figure(attention_trace(weights, queries, keys, zmax=zmax, show_values=show_values,
                                     colorbar={"title": colorbar_title}))
-    side = height or max(260, 34 * len(queries) + 150)
+    side = height or (230 if pooling else max(260, 34 * len(queries) + 150))
     # The key axis sits on top, next to the title: say what the columns are in the title's
     # subtitle instead of an axis title that would overlap it.
-    heading = f"{title}<br><sup>rows: query (attending) · columns: key (attended to)</sup>" if title else None
+    what = POOLING_CAPTION if pooling else "rows: query (attending) · columns: key (attended to)"
+    heading = f"{title}<br><sup>{what}</sup>" if title else f"<sup>{what}</sup>" if pooling else None
     fig.update_layout(
         title={"text": heading, "x": 0, "xanchor": "left", "y": 1, "yanchor": "top", "yref": "container",
                "pad": {"t": 12, "l": 10}} if heading else None,
         height=side,
-        margin={"l": 10, "r": 10, "t": 130 if title else 80, "b": 10},
+        margin={"l": 10, "r": 10, "t": 130 if heading else 80, "b": 10},
         xaxis={"side": "top", "tickangle": -45},
-        yaxis={"title": "query (attending)", "autorange": "reversed"},
+        yaxis={"title": "" if pooling else "query (attending)", "autorange": "reversed"},
     )
     return fig
 
 
 @themed
-def attention_grid(attention: np.ndarray, tokens: Sequence[str], *, average: bool = True, cell: int = 230) -> go.Figure:
-    """All layers × heads (plus a head-average column) as small heatmaps. attention (L, H, T, T)."""
+def attention_grid(attention: np.ndarray, tokens: Sequence[str], *, average: bool = True, cell: int = 230,
+                   pooling: bool = False) -> go.Figure:
+    """All layers × heads (plus a head-average column) as small heatmaps. attention (L, H, T, T).
+
+    ``pooling``: the last row of maps is a pooling attention's (L − 1 layers, then it), each map drawn
+    as its one row (:func:`pooling_row`), in a row of the grid :data:`POOLING_ROW` px high."""
     a = np.asarray(attention, dtype=float)
     n_layers, n_heads = a.shape[:2]
     cols = n_heads + (1 if average else 0)
-    titles = [f"L{layer + 1} · {'avg' if h == n_heads else f'H{h + 1}'}" for layer in range(n_layers) for h in range(cols)]
-    fig = make_subplots(rows=n_layers, cols=cols, subplot_titles=titles, horizontal_spacing=0.03, vertical_spacing=0.08)
+    pooled = n_layers - 1 if pooling else None  # the pooling attention's row of maps
+
+    def where(layer: int) -> str:
+        return "Pooling" if layer == pooled else f"L{layer + 1}"
+
+    titles = [f"{where(layer)} · {'avg' if h == n_heads else f'H{h + 1}'}" for layer in range(n_layers) for h in range(cols)]
+    heights = [POOLING_ROW if layer == pooled else cell for layer in range(n_layers)]
+    fig = make_subplots(rows=n_layers, cols=cols, subplot_titles=titles, horizontal_spacing=0.03,
+                        vertical_spacing=0.08, row_heights=heights)
     toks = _dedupe(tokens)
     for layer in range(n_layers):
         for h in range(cols):
             z = a[layer].mean(0) if h == n_heads else a[layer, h]
             fig.add_trace(
                 go.Heatmap(
-                    z=z,
+                    z=pooling_row(z) if layer == pooled else z,
                     x=toks,
-                    y=toks,
+                    y=[POOLING_QUERY] if layer == pooled else toks,
                     zmin=0,
                     zmax=1,
                     colorscale=COLORSCALE,
                     showscale=layer == 0 and h == 0,
                     colorbar={"thickness": 10, "len": 0.5, "y": 1, "yanchor": "top"},
-                    hovertemplate=f"layer {layer + 1}, {'head average' if h == n_heads else f'head {h + 1}'}"
+                    hovertemplate=f"{'pooling' if layer == pooled else f'layer {layer + 1}'}, "
+                    f"{'head average' if h == n_heads else f'head {h + 1}'}"
                     "<br><b>%{y}</b> → <b>%{x}</b>: %{z:.3f}<extra></extra>",
                 ),
                 row=layer + 1,
@@ -166,7 +199,7 @@ def attention_grid(attention: np.ndarray, tokens: Sequence[str], *, average: boo
             fig.update_xaxes(showticklabels=False, row=layer)
         for col in range(2, cols + 1):
             fig.update_yaxes(showticklabels=False, col=col)
-    fig.update_layout(height=cell * n_layers + 60, margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    fig.update_layout(height=sum(heights) + 60, margin={"l": 10, "r": 10, "t": 40, "b": 10})
     return fig
 
 
@@ -372,23 +405,29 @@ def matrix_table(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *
 
 
 @themed
-def selectable_attention_grid(attention: np.ndarray, tokens: Sequence[str], *, cell: int = 230) -> go.Figure:
+def selectable_attention_grid(attention: np.ndarray, tokens: Sequence[str], *, cell: int = 230,
+                              pooling: bool = False) -> go.Figure:
     """:func:`attention_grid` (with the head-average column) that reports which map was clicked.
 
     Plotly heatmaps send no selection events, so an invisible marker sits on every cell (every
     few cells of a long sentence, where a cell is a few pixels wide); a click selects one whose
     ``customdata`` is ``[layer, head, weight]`` (head = H for the average column), and hovering
-    shows that marker's query, key and weight.
+    shows that marker's query, key and weight. ``pooling``: the last row of maps is a pooling
+    attention's (one row each, as :func:`attention_grid` draws it).
     """
     a = np.asarray(attention, dtype=float)
     n_layers, n_heads, t = a.shape[0], a.shape[1], a.shape[-1]
-    fig = attention_grid(a, tokens, cell=cell)
+    pooled = n_layers - 1 if pooling else None
+    fig = attention_grid(a, tokens, cell=cell, pooling=pooling)
     fig.update_traces(hoverinfo="skip", hovertemplate=None, selector={"type": "heatmap"})
     toks = _dedupe(tokens)
     idx = range(0, t, -(-t // 24))  # at most 24 × 24 markers per map
-    xs = [toks[k] for _ in idx for k in idx]
-    ys = [toks[q] for q in idx for _ in idx]
     for layer in range(n_layers):
+        queries = [0] if layer == pooled else idx  # a pooling map's one row, the label's query
+        rows = [POOLING_QUERY] if layer == pooled else toks
+        xs = [toks[k] for _ in queries for k in idx]
+        ys = [rows[q] for q in queries for _ in idx]
+        where = "pooling" if layer == pooled else f"layer {layer + 1}"
         for h in range(n_heads + 1):
             z = a[layer].mean(0) if h == n_heads else a[layer, h]
             name = "head average" if h == n_heads else f"head {h + 1}"
@@ -396,14 +435,16 @@ def selectable_attention_grid(attention: np.ndarray, tokens: Sequence[str], *, c
                 go.Scatter(
                     x=xs, y=ys, mode="markers", showlegend=False,
                     marker={"size": 14, "opacity": 0, "symbol": "square"},
-                    customdata=[[layer, h, round(float(z[q, k]), 4)] for q in idx for k in idx],
-                    hovertemplate=f"layer {layer + 1}, {name}<br><b>%{{y}}</b> → <b>%{{x}}</b>: %{{customdata[2]:.3f}}"
+                    customdata=[[layer, h, round(float(z[q, k]), 4)] for q in queries for k in idx],
+                    hovertemplate=f"{where}, {name}<br><b>%{{y}}</b> → <b>%{{x}}</b>: %{{customdata[2]:.3f}}"
                     "<br><i>click to zoom</i><extra></extra>",
                 ),
                 row=layer + 1, col=h + 1,
             )
     fig.update_xaxes(range=[-0.5, t - 0.5], autorange=False)
-    fig.update_yaxes(range=[t - 0.5, -0.5], autorange=False)
+    for layer in range(n_layers):
+        top = 0.5 if layer == pooled else t - 0.5
+        fig.update_yaxes(range=[top, -0.5], autorange=False, row=layer + 1)
     fig.update_layout(clickmode="event+select", dragmode=False, hovermode="closest")
     return fig
 
@@ -439,6 +480,7 @@ def attention_time_lapse(
     kept: Sequence[int] = (),
     model_epoch: int | None = None,
     start: int | None = None,
+    pooling: bool = False,
 ) -> go.Figure:
     """One attention map over training, played in the browser: a frame per epoch, ▶ / ❚❚ buttons and a slider.
 
@@ -449,7 +491,7 @@ def attention_time_lapse(
     its labels), ``model_epoch`` the weights the run's model has (★). Frames change only the
     map, the bars, the cursor and the title, so playing needs no round trip to the server.
     The figure opens on the epoch ``start`` (the last when it is None or not among ``epochs``);
-    ▶ plays from the first.
+    ▶ plays from the first. ``pooling``: the maps are a pooling attention's, each drawn as its one row.
     """
     epochs = [int(e) for e in epochs]
     n = len(epochs)
@@ -467,10 +509,14 @@ def attention_time_lapse(
         best = max(p, key=p.get)
         return f"<b>Epoch {epochs[i]}</b> · prediction: {best} ({p[best]:.0%})"
 
+    colorbar = {"thickness": 10, "len": 0.6 if has_probs else 1.0, "x": 0.56 if has_probs else 1.0, "y": 1.0,
+                "yanchor": "top"}
+
     def heatmap(i: int) -> go.Heatmap:
-        return attention_trace(weights[i], tokens[i], colorbar={"thickness": 10, "len": 0.6 if has_probs else 1.0,
-                                                                "x": 0.56 if has_probs else 1.0, "y": 1.0,
-                                                                "yanchor": "top"})
+        if pooling:
+            return attention_trace(pooling_row(weights[i]), [POOLING_QUERY], tokens[i], colorbar=colorbar,
+                                   show_values=len(tokens[i]) <= POOLING_VALUES)
+        return attention_trace(weights[i], tokens[i], colorbar=colorbar)
 
     def bars(i: int) -> go.Bar:
         p = probabilities[i]
@@ -480,7 +526,7 @@ def attention_time_lapse(
         return go.Scatter(x=[i, i], y=[0, 1], mode="lines", line={"color": "#444", "dash": "dash"}, hoverinfo="skip",
                           showlegend=False)
 
-    map_height = max(260, 34 * max(len(tok) for tok in tokens) + 120)
+    map_height = 260 if pooling else max(260, 34 * max(len(tok) for tok in tokens) + 120)  # (260: the smallest that fits)
     last = n - 1
     shown = epochs.index(start) if start in epochs else last  # the frame the figure opens on
     if has_probs:
@@ -622,19 +668,20 @@ def loss_curve(epochs: Sequence[EpochRecord], *, height: int = 240) -> go.Figure
 
 @themed
 def compact_attention_heatmap(weights: np.ndarray, tokens: Sequence[str], *, show_values: bool = False,
-                              height: int | None = None) -> go.Figure:
-    """An attention map for side-by-side columns: rows = queries, columns = keys, 0–1 colours, no axis titles."""
-    w = np.asarray(weights, dtype=float)
+                              height: int | None = None, pooling: bool = False) -> go.Figure:
+    """An attention map for side-by-side columns: rows = queries, columns = keys, 0–1 colours, no axis titles.
+    ``pooling``: a pooling attention's map, drawn as its one row (the label's query)."""
+    w = pooling_row(weights) if pooling else np.asarray(weights, dtype=float)
     toks = _dedupe(tokens)
     fig = go.Figure(
         go.Heatmap(
-            z=w, x=toks, y=toks, zmin=0.0, zmax=1.0, colorscale=COLORSCALE,
+            z=w, x=toks, y=[POOLING_QUERY] if pooling else toks, zmin=0.0, zmax=1.0, colorscale=COLORSCALE,
             colorbar={"thickness": 8, "len": 0.9, "tickvals": [0, 0.5, 1]},
             text=np.round(w, 2) if show_values else None, texttemplate="%{text}" if show_values else None,
             hovertemplate="<b>%{y}</b> → <b>%{x}</b><br>weight %{z:.3f}<extra></extra>",
         )
     )
-    fig.update_layout(height=height or max(220, 30 * len(toks) + 90),
+    fig.update_layout(height=height or (150 if pooling else max(220, 30 * len(toks) + 90)),
                       margin={"l": 10, "r": 10, "t": 10, "b": 10},
                       xaxis={"side": "top", "tickangle": -45}, yaxis={"autorange": "reversed"})
     return fig

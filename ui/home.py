@@ -8,6 +8,16 @@ from __future__ import annotations
 
 import streamlit as st
 
+# How the model turns the words' final vectors into the label, for "What am I looking at?" (by whether
+# it pools by attention).
+READOUT = {
+    False: "The model then averages the words' final vectors and a linear layer turns that into the class "
+           "probabilities on the left.",
+    True: "The model then sums the words' final vectors weighted by the **Pooling** map: each head has a learned "
+          "query, the label's query, that attends over the words, so that map has one row, how much each word "
+          "counts toward the label. A linear layer turns the sum into the class probabilities on the left.",
+}
+
 
 def home() -> None:
     """Home: type a sentence, see what the model predicts and where it looks."""
@@ -57,7 +67,7 @@ def home() -> None:
         if quick:
             st.selectbox("Model", [BUNDLED_NAME], key="home_run", help="The bundled model, or any run you trained.")
             about = (saved.run_name, saved.n_layers, saved.n_heads, saved.label_names, saved.embeddings)
-            n_maps = saved.n_layers  # (the bundled model pools by the mean: a map per layer)
+            layer_names = saved.map_names  # ModelConfig.map_names(), as saved with the preview
         else:
             from ui.common import active_run_picker
 
@@ -65,7 +75,7 @@ def home() -> None:
             if picked is None:
                 st.stop()
             path, run = picked
-            n_maps = run.model_config.n_attention_maps  # a map per layer, and the pooling query's
+            layer_names = run.model_config.map_names()  # a map per layer, and "Pooling" for the pooling query's
             about = (run.name, run.model_config.n_layers, run.model_config.n_heads, run.label_names,
                      run.encoder.embeddings.source.describe())
         st.page_link("pages/1_Train.py", label="Train your own model")
@@ -73,7 +83,7 @@ def home() -> None:
         name, n_layers, n_heads, labels, embeddings = about
         size = f"{n_layers} layer{'s' * (n_layers != 1)} × {n_heads} head{'s' * (n_heads != 1)}"
         st.caption(f"**{name}** · {size} · labels: {', '.join(labels)} · embeddings: {embeddings}")
-    layer_names = [f"Layer {i + 1}" for i in range(n_maps)]
+    n_maps = len(layer_names)
     head_options = ["Average of heads"] + [f"Head {h + 1}" for h in range(n_heads)]
     link.add(view_link.number("layer", "home_layer", n_maps, layer_names[0], what="layer", value=layer_names.__getitem__),
              view_link.number("head", "home_head", n_heads, head_options[0], what="head", extra={"avg": head_options[0]},
@@ -127,12 +137,14 @@ def home() -> None:
     layer = layer_names.index(c1.radio("Layer", layer_names, horizontal=True, **kept("home_layer", layer_names[0], layer_names)))
     head = c2.radio("Head", head_options, horizontal=True, **kept("home_head", head_options[0], head_options))
     weights = attn[layer].mean(0) if head == head_options[0] else attn[layer, head_options.index(head) - 1]
+    pooled = n_maps > n_layers  # the last map is the pooling attention's: one row, the label's query
     live_chart.live_plotly_chart(
-        figures.attention_heatmap(weights, prediction.tokens, title=f"{layer_names[layer]} · {head}"),
+        figures.attention_heatmap(weights, prediction.tokens, title=f"{layer_names[layer]} · {head}",
+                                  pooling=layer >= n_layers),
         key="home_heatmap",
     )
     if st.toggle("Show all layers and heads at once", **kept("home_grid_on", False)):  # drawn on request: 10+ maps are slow to draw
-        st.plotly_chart(figures.attention_grid(attn, prediction.tokens), key="home_grid")
+        st.plotly_chart(figures.attention_grid(attn, prediction.tokens, pooling=pooled), key="home_grid")
 
     with st.expander("What am I looking at?", expanded=False):
         st.markdown(
@@ -147,12 +159,11 @@ $$\alpha = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right), \qquad z =
 
 where $Q$, $K$ and $V$ are learned linear maps of the word vectors (GloVe). Each **head** has its own
 $Q$, $K$, $V$ and can learn to look for something different; a **layer** stacks heads, and later
-layers attend over what earlier layers produced. The model then averages the words' final vectors
-and a linear layer turns that into the class probabilities on the left.
+layers attend over what earlier layers produced. {readout}
 
 Attention shows where the model *looked*, not necessarily *why* it decided — the Inspect page puts
 attention next to gradient-based saliency so you can see where they agree and where they don't.
-"""
+""".replace("{readout}", READOUT[pooled])
         )
     if quick:  # torch, for what the learner does next: loaded once the page is drawn (its import would slow the drawing)
         preview.warm_up()

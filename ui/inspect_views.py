@@ -16,6 +16,7 @@ from attention_core.errors import InputError
 from attention_core.explain import SALIENCY_METHODS, Explanation, explain, top_k_mask
 from attention_core.export import attention_csv, file_stem
 from attention_core.metrics import spearman
+from attention_core.model import ModelConfig
 from attention_core.runs import run_stamp
 from ui import figures, state, view_link
 from ui.common import EXAMPLES, get_run, run_choices
@@ -134,9 +135,10 @@ def _head_name(h: int, n_heads: int) -> str:
     return "average of heads" if h == n_heads else f"head {h + 1}"
 
 
-def _layer_and_head(n_layers: int, n_heads: int, prefix: str, columns: list) -> tuple[int, int]:
-    """The Layer and Head selectboxes (head ``n_heads`` = the average of the heads) in two ``columns``."""
-    layer = columns[0].selectbox("Layer", range(n_layers), key=f"{prefix}_layer", format_func=lambda i: f"Layer {i + 1}")
+def _layer_and_head(names: list[str], n_heads: int, prefix: str, columns: list) -> tuple[int, int]:
+    """The Layer and Head selectboxes (head ``n_heads`` = the average of the heads) in two ``columns``;
+    ``names`` names the maps (``ModelConfig.map_names``: the layers, then a pooling attention's)."""
+    layer = columns[0].selectbox("Layer", range(len(names)), key=f"{prefix}_layer", format_func=names.__getitem__)
     head = columns[1].selectbox("Head", range(n_heads + 1), key=f"{prefix}_head",
                                 format_func=lambda h: _head_name(h, n_heads).capitalize())
     return layer, head
@@ -160,8 +162,9 @@ def keep_layer_and_head_choices(n_layers: int, n_heads: int) -> None:
 class Zoom:
     """The map shown in the Model view's zoom (after the filter) and its title."""
 
-    shown: np.ndarray  # (T, T)
+    shown: np.ndarray  # (T, T), or (1, T) for a pooling attention's map
     title: str
+    pooling: bool = False  # the map is the pooling attention's: one row, the label's query
 
 
 def _zoom_from_click() -> None:
@@ -172,43 +175,49 @@ def _zoom_from_click() -> None:
         st.session_state["inspect_layer"], st.session_state["inspect_head"] = int(layer), int(head)
 
 
-def model_view(ex: Explanation) -> Zoom:
+def model_view(ex: Explanation, cfg: ModelConfig) -> Zoom:
     """Every layer and head as a grid of maps; the one clicked or picked, zoomed in, with a top-k filter."""
-    attn, tokens = ex.attention.numpy(), ex.tokens  # (L, H, T, T)
-    n_layers, n_heads = attn.shape[:2]
+    attn, tokens = ex.attention.numpy(), ex.tokens  # (L, H, T, T), (L + 1, …) with a pooling attention's map
+    names, n_heads = cfg.map_names(), attn.shape[1]
+    pooled = len(names) > cfg.n_layers
     st.caption("Rows of maps are layers, columns are heads, the last column is the average of the heads. In every map "
                "a row is the word asking (query), a column the word looked at (key); each row sums to 1. "
-               "**Click a map to zoom in**, or pick it below.")
-    st.plotly_chart(figures.selectable_attention_grid(attn, tokens), key="inspect_grid", on_select=_zoom_from_click,
-                    selection_mode="points")
-    layer, head = _layer_and_head(n_layers, n_heads, "inspect", st.columns([1, 1, 2])[:2])
+               + (f"The last row, **{names[-1]}**, is {figures.POOLING_CAPTION} (one row each: the label's "
+                  "query). " if pooled else "")
+               + "**Click a map to zoom in**, or pick it below.")
+    st.plotly_chart(figures.selectable_attention_grid(attn, tokens, pooling=pooled), key="inspect_grid",
+                    on_select=_zoom_from_click, selection_mode="points")
+    layer, head = _layer_and_head(names, n_heads, "inspect", st.columns([1, 1, 2])[:2])
+    pooling = layer >= cfg.n_layers
     zoom_col, filter_col = st.columns([3, 1], gap="large")
     with filter_col:
         st.markdown("**Filter**")
         k = st.number_input("Keep the top k per row (0 = all)", 0, 256, **kept("inspect_topk", 0))
         threshold = st.slider("Hide weights below", 0.0, 1.0, step=0.01, **kept("inspect_threshold", 0.0))
     raw = _head_map(attn[layer], head)
+    raw = figures.pooling_row(raw) if pooling else raw  # (1, T): its one query
     shown = top_k_mask(torch.from_numpy(raw), k=int(k) or None, threshold=threshold or None).numpy()
     filters = [f for f in (f"top {k} per row" if k else "", f"weights ≥ {threshold:.2f}" if threshold else "") if f]
-    title = f"Layer {layer + 1} · {_head_name(head, n_heads)}" + (f" · {', '.join(filters)}" if filters else "")
+    title = f"{names[layer]} · {_head_name(head, n_heads)}" + (f" · {', '.join(filters)}" if filters else "")
     filter_col.caption(f"The filter hides {int((shown == 0).sum() - (raw == 0).sum())} of {raw.size} weights; what is "
                        "left no longer sums to 1 per row." if filters else
                        "Hide the small weights to see each word's strongest links. The filter changes only this map.")
     with zoom_col:
         st.markdown(f"**{title}**")
-        st.plotly_chart(figures.attention_heatmap(shown, tokens), key="inspect_zoom")
-    return Zoom(shown, title)
+        st.plotly_chart(figures.attention_heatmap(shown, tokens, pooling=pooling), key="inspect_zoom")
+    return Zoom(shown, title, pooling)
 
 
-def rollout_and_saliency(ex: Explanation, residual: bool) -> None:
-    """Rollout beside the last layer's raw attention, then rollout against saliency, word by word."""
-    tokens, method = ex.tokens, ex.saliency_method
+def rollout_and_saliency(ex: Explanation, cfg: ModelConfig) -> None:
+    """Rollout beside the last map's raw attention, then rollout against saliency, word by word."""
+    tokens, method, last = ex.tokens, ex.saliency_method, cfg.map_names()[-1]
     c1, c2 = st.columns(2, gap="large")
     c1.markdown("**Attention rollout** · all layers")
     c1.plotly_chart(figures.attention_heatmap(ex.rollout.numpy(), tokens), key="inspect_rollout")
-    c2.markdown(f"**Raw attention** · layer {len(ex.head_average)} · average of heads")
-    c2.plotly_chart(figures.attention_heatmap(ex.head_average[-1].numpy(), tokens), key="inspect_last_layer")
-    half = "0.5·A + 0.5·I for the residual connection, " if residual else ""
+    c2.markdown(f"**Raw attention** · {last} · average of heads")
+    c2.plotly_chart(figures.attention_heatmap(ex.head_average[-1].numpy(), tokens, pooling=cfg.pooling == "attention"),
+                    key="inspect_last_layer")
+    half = "0.5·A + 0.5·I for the residual connection, " if cfg.residual else ""
     st.caption("Raw attention shows one layer only. **Attention rollout** (Abnar & Zuidema, 2020) follows attention "
                f"through all layers: it averages the heads, uses {half}and multiplies the layers' maps from the "
                "first up, so a row tells how much of that word's final vector comes from each input word.")
@@ -275,7 +284,7 @@ def _replayed_sentence(run: Run, path: Path, text: str) -> list[tuple[int, dict]
     return cache[key]
 
 
-def time_lapse(run: Run, path: Path, text: str, n_layers: int, n_heads: int) -> None:
+def time_lapse(run: Run, path: Path, text: str, n_heads: int) -> None:
     """The typed sentence through the kept epochs' weights, or a probe sentence as recorded while training."""
     probes = [p for p in run.history.probes if p.get("sentences")]
     offered = [name for name, has in zip(REPLAYS, (run.snapshots, probes), strict=True) if has] or REPLAYS[1:]
@@ -301,12 +310,14 @@ def time_lapse(run: Run, path: Path, text: str, n_layers: int, n_heads: int) -> 
         records = [(p["epoch"], s) for p in probes for s in p["sentences"] if s["text"] == replayed]
     if not records:
         return
-    layer, head = _layer_and_head(n_layers, n_heads, "inspect_tl", [c2, c3])
+    names = run.model_config.map_names()
+    layer, head = _layer_and_head(names, n_heads, "inspect_tl", [c2, c3])
+    pooling = layer >= run.model_config.n_layers  # the pooling attention's map: one row
     epochs = [e for e, _ in records]
     probs = [dict(zip(run.label_names, r.get("probabilities") or [], strict=False)) for _, r in records]
     model_epoch = run.history.kept_epoch
-    st.markdown(f"**Layer {layer + 1} · {_head_name(head, n_heads)}** · press ▶ to replay the training, or drag the "
-                "slider")
+    st.markdown(f"**{names[layer]} · {_head_name(head, n_heads)}** · press ▶ to replay the training, or drag the "
+                "slider" + (f"  \n{figures.POOLING_CAPTION.capitalize()}." if pooling else ""))
     # Built once per view, not on every rerun of the page: every tab runs each time.
     start = st.session_state.get("inspect_tl_epoch")  # a link's epoch=…: the frame it opens on
     if start is not None and start not in epochs:
@@ -317,7 +328,8 @@ def time_lapse(run: Run, path: Path, text: str, n_layers: int, n_heads: int) -> 
     if key not in cache:
         maps = [_head_map(np.asarray(r["attention"])[layer], head) for _, r in records]  # (T, T) each
         cache[key] = figures.attention_time_lapse(epochs, maps, [r["tokens"] for _, r in records], probs,
-                                                  kept=sorted(run.snapshots), model_epoch=model_epoch, start=start)
+                                                  kept=sorted(run.snapshots), model_epoch=model_epoch, start=start,
+                                                  pooling=pooling)
     st.plotly_chart(cache[key], key="inspect_time_lapse")
     notes = []
     if run.snapshots:
@@ -364,8 +376,9 @@ def compare(run: Run, text: str) -> None:
             st.markdown(f"Prediction: **{p.label}**")
             st.plotly_chart(figures.probability_bars(p.probabilities, predicted=p.label), key=f"inspect_cmp_probs_{i}")
             last = np.asarray(p.attention)[-1].mean(0)
-            st.markdown("Last layer · average of heads")
-            st.plotly_chart(figures.attention_heatmap(last, p.tokens), key=f"inspect_cmp_heatmap_{i}")
+            st.markdown(f"{r.model_config.map_names()[-1]} · average of heads")
+            st.plotly_chart(figures.attention_heatmap(last, p.tokens, pooling=r.model_config.pooling == "attention"),
+                            key=f"inspect_cmp_heatmap_{i}")
 
 
 def export(ex: Explanation, run: Run, zoom: Zoom) -> None:
@@ -380,7 +393,8 @@ def export(ex: Explanation, run: Run, zoom: Zoom) -> None:
     payload = {"run": run.name, "text": text, "tokens": tokens, "label": ex.label, "probabilities": ex.probabilities,
                "attention": ex.attention.tolist()}
     c1, c2, c3 = st.columns(3)
-    c1.download_button("Zoomed map (HTML)", lambda: figures.attention_heatmap(zoom.shown, tokens, title=f"“{text}” · {zoom.title}")
+    c1.download_button("Zoomed map (HTML)", lambda: figures.attention_heatmap(zoom.shown, tokens, title=f"“{text}” · {zoom.title}",
+                                                                      pooling=zoom.pooling)
                        .to_html(include_plotlyjs=True), f"attention_{stem}.html",
                        "text/html", key="inspect_dl_html", on_click="ignore", icon=":material/download:")
     c2.download_button("All weights (CSV)", attention_csv(tokens, ex.attention.numpy()), f"attention_{stem}.csv", "text/csv",

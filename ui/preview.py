@@ -53,6 +53,9 @@ class Preview:
     n_heads: int
     label_names: list[str]
     embeddings: str  # the embedding source, described
+    # ModelConfig.map_names(): the Layer radio's choices, "Pooling" last for a model that pools by attention.
+    # A file written before they were saved has none: its model pooled by the mean, a map per layer.
+    map_names: list[str] | None = None
 
     def __getattr__(self, name: str) -> Any:  # only for names that are not fields: the prediction's
         try:
@@ -60,13 +63,18 @@ class Preview:
         except KeyError:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}") from None
 
+    def __post_init__(self) -> None:
+        if self.map_names is None:
+            object.__setattr__(self, "map_names", [f"Layer {i + 1}" for i in range(self.n_layers)])
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Preview:
         facts = {f.name for f in fields(cls)} - {"prediction"}
-        missing = facts - set(data)
+        missing = facts - set(data) - {"map_names"}
         if missing:
             raise TypeError(f"the preview has no {', '.join(sorted(missing))}")
-        return cls(prediction={k: v for k, v in data.items() if k not in facts}, **{k: data[k] for k in facts})
+        return cls(prediction={k: v for k, v in data.items() if k not in facts},
+                   **{k: data[k] for k in facts if k in data})
 
     def to_json(self) -> dict[str, Any]:
         facts = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("text", "prediction")}
@@ -117,7 +125,8 @@ def write(run_dir: Path = DEFAULT_RUN, text: str = EXAMPLES[0], path: Path = PRE
     run = load_run(run_dir)
     preview = Preview(text=text, prediction=run.predict(text).to_dict(), run_name=run.name,
                       n_layers=run.model_config.n_layers, n_heads=run.model_config.n_heads,
-                      label_names=list(run.label_names), embeddings=run.encoder.embeddings.source.describe())
+                      label_names=list(run.label_names), embeddings=run.encoder.embeddings.source.describe(),
+                      map_names=run.model_config.map_names())
     path.write_text(json.dumps(preview.to_json()) + "\n", encoding="utf-8")
     return preview
 

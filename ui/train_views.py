@@ -360,8 +360,10 @@ def _misclassified(run: Run, texts, labels, probs: np.ndarray) -> None:
     if picked:
         text = df.iloc[picked[0]]["text"]
         p = run.predict(text)
+        last = run.model_config.map_names()[-1]  # the last layer, or the pooling attention
         st.plotly_chart(figures.attention_heatmap(np.asarray(p.attention)[-1].mean(0), p.tokens,
-                                                  title=f"predicted {p.label} · last layer, head average"),
+                                                  title=f"predicted {p.label} · {last}, head average",
+                                                  pooling=run.model_config.pooling == "attention"),
                         key="train_miss_heatmap")
 
 
