@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_core import Run, Trainer, load_run
+from attention_core import ModelConfig, Run, Trainer, load_run
 from attention_core.errors import InputError
 from attention_core.runs import JournalEntry, remove_journal_entry, write_journal_entry
 from attention_core.training import EpochRecord, TrainConfig, TrainerSpec
@@ -254,6 +254,7 @@ class TrainingJob:
     pid: int | None = None  # the training process, once it has started
     validation_probs: np.ndarray | None = None  # the saved run's predictions for its validation rows (N, C)
     train_config: TrainConfig = field(init=False)
+    model_config: ModelConfig = field(init=False)  # the model it trains (its attention maps' names and shapes)
     n_train_rows: int = field(init=False)  # 0 until the child has built a TrainerSpec's trainer
     _paused: bool = False
     _epoch: int = 0
@@ -277,6 +278,7 @@ class TrainingJob:
 
     def __post_init__(self) -> None:
         self.train_config = self.trainer.train_config
+        self.model_config = self.trainer.model_config
         self.n_train_rows = self.trainer.n_train_rows if isinstance(self.trainer, Trainer) else 0
 
     # -- control (called from the page) -------------------------------------------------------

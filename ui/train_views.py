@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from attention_core import Run, TextDataset, load_dataset, load_run
+from attention_core import ModelConfig, Run, TextDataset, load_dataset, load_run
 from attention_core.data import read_table
 from attention_core.errors import InputError
 from attention_core.runs import (
@@ -117,8 +117,9 @@ def progress(snap: JobSnapshot, key: str = "train") -> None:
         live_plotly_chart(curves(snap.epoch_records, snap.step_losses), key=f"{key}_live_curves_chart")
 
 
-def probe_heatmap(snap: JobSnapshot, key: str = "train") -> None:
-    """The probe sentence's attention after the latest recorded epoch (rebuilt when that changes)."""
+def probe_heatmap(snap: JobSnapshot, model: ModelConfig, key: str = "train") -> None:
+    """The probe sentence's attention after the latest recorded epoch (rebuilt when that changes): the
+    model's last map, its last layer's or its pooling attention's (one row)."""
     if not (snap.probe and snap.probe["sentences"]):
         return
     texts = [s["text"] for s in snap.probe["sentences"]]
@@ -127,10 +128,10 @@ def probe_heatmap(snap: JobSnapshot, key: str = "train") -> None:
     signature = (snap.probe["epoch"], s["text"], id(snap.probe))
     cached = st.session_state.get(f"{key}_live_heatmap")
     if cached is None or cached[0] != signature:
-        attn = np.asarray(s["attention"])  # (L, H, T, T)
+        attn = np.asarray(s["attention"])  # (L, H, T, T), or (L + 1, …) with the pooling attention's map last
         fig = figures.attention_heatmap(
-            attn[-1].mean(0), s["tokens"],
-            title=f"“{s['text']}” · last layer, head average · after epoch {snap.probe['epoch']}")
+            attn[-1].mean(0), s["tokens"], pooling=model.pooling == "attention",
+            title=f"“{s['text']}” · {model.map_names()[-1]}, head average · after epoch {snap.probe['epoch']}")
         cached = st.session_state[f"{key}_live_heatmap"] = (signature, fig.to_json(), fig.layout.height)
     live_plotly_chart(cached[1], height=cached[2], key=f"{key}_live_probe_chart")  # redrawn when the JSON changes
 
@@ -227,7 +228,7 @@ def live_view(job: TrainingJob, every: float | None, *, waiting: bool = False) -
     if waiting and every is not None:  # its turn came (or it was cancelled): draw the page's buttons again
         st.rerun(scope="app")
     progress(snap)
-    probe_heatmap(snap)  # its chart is redrawn only when a new epoch's probe arrives
+    probe_heatmap(snap, job.model_config)  # its chart is redrawn only when a new epoch's probe arrives
     if every is None:
         return
     if snap.done:  # the job just ended: redraw the page once, buttons enabled
