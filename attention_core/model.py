@@ -60,6 +60,7 @@ class ModelConfig:
     init: str = "default"  # default (PyTorch's) | seed (N(0,1)/100 weights, zero biases, V = K)
     local_conv: int = 0  # width of a 1-D convolution over neighbouring tokens before the first attention layer (0 = off)
     local_conv_kind: str = "residual"  # residual (x + conv) | plain (conv alone) | depthwise (x + one filter per feature)
+    local_conv_zero_init: bool = False  # start the convolution at 0: a residual model begins as the one without it
 
     def __post_init__(self) -> None:
         def bad(name: str, value: object, hint: str) -> None:
@@ -85,6 +86,9 @@ class ModelConfig:
                 f"use 0 (off) or an odd width from 1 to {MAX_LOCAL_CONV} (3 reads each word with one neighbour per side)")
         if self.local_conv_kind not in LOCAL_CONV_KINDS:
             bad("local_conv_kind", self.local_conv_kind, f"choose one of {', '.join(LOCAL_CONV_KINDS)}")
+        if self.local_conv_zero_init and self.local_conv_kind == "plain":
+            bad("local_conv_zero_init", self.local_conv_zero_init,
+                "a plain convolution started at 0 passes nothing on: use it with residual or depthwise")
         for name in ("dropout", "embedding_dropout", "word_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 bad(name, getattr(self, name), "use a value in [0, 1)")
@@ -162,7 +166,8 @@ class LocalConv(nn.Module):
     ``residual``: x + dropout(GELU(conv(x))), the token's own vector kept and its window's added;
     ``plain``: dropout(GELU(conv(x))) alone; ``depthwise``: the residual form with one filter per feature
     (neighbours mixed feature by feature, no mixing across features). Padded positions are zeroed before
-    the convolution, so they add nothing to a real token's window, and stay zero after it.
+    the convolution, so they add nothing to a real token's window, and stay zero after it. With
+    ``local_conv_zero_init`` the weights and bias start at 0, so a residual branch starts adding nothing.
 
     Shape:
         x (B, T, D), mask (B, T) bool → (B, T, D).
@@ -173,7 +178,14 @@ class LocalConv(nn.Module):
         d = cfg.model_dim
         self.residual = cfg.local_conv_kind != "plain"
         groups = d if cfg.local_conv_kind == "depthwise" else 1
-        self.conv = nn.Conv1d(d, d, cfg.local_conv, padding=cfg.local_conv // 2, groups=groups)
+        conv = (nn.Conv1d, d, d, cfg.local_conv)
+        options = {"padding": cfg.local_conv // 2, "groups": groups}
+        if cfg.local_conv_zero_init:  # no random draw either: the other layers start as they would without it
+            self.conv = nn.utils.skip_init(*conv, **options)
+            nn.init.zeros_(self.conv.weight)
+            nn.init.zeros_(self.conv.bias)
+        else:
+            self.conv = nn.Conv1d(*conv[1:], **options)
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:

@@ -139,7 +139,7 @@ def test_bad_local_conv_settings_name_the_value_with_a_hint(bad) -> None:
 
 def test_old_configs_presets_and_bundled_runs_are_unchanged() -> None:
     old = ModelConfig().to_dict()
-    del old["local_conv"], old["local_conv_kind"]  # a run saved before the option
+    del old["local_conv"], old["local_conv_kind"], old["local_conv_zero_init"]  # a run saved before the option
     assert ModelConfig.from_dict(old).local_conv == 0
     for name in ("seed", "default"):
         assert preset(name)[0].local_conv == 0
@@ -147,3 +147,23 @@ def test_old_configs_presets_and_bundled_runs_are_unchanged() -> None:
     assert run.model_config.local_conv == 0
     model = run.model
     assert model.local_conv is None
+
+
+@pytest.mark.parametrize("kind", ["residual", "depthwise"])
+def test_a_zero_initialised_convolution_starts_as_the_model_without_it_and_then_learns(ds, emb, kind) -> None:
+    ids = torch.tensor([[2, 3, 4, 5, 0], [6, 7, 8, 9, 10]])
+    without = small_model()
+    zero = small_model(local_conv=3, local_conv_kind=kind, local_conv_zero_init=True)
+    assert (zero.local_conv.conv.weight == 0).all() and (zero.local_conv.conv.bias == 0).all()
+    state = {k: v for k, v in zero.state_dict().items() if not k.startswith("local_conv.")}
+    assert all(torch.equal(v, without.state_dict()[k]) for k, v in state.items())  # same initial weights
+    torch.testing.assert_close(zero(ids)[0], without(ids)[0])
+    cfg = replace(CONV, local_conv_kind=kind, local_conv_zero_init=True)
+    trained = Trainer(cfg, TrainConfig(epochs=2, batch_size=4, val_fraction=0.0), ds, emb).run().model
+    assert trained.local_conv.conv.weight.abs().sum() > 0  # the gradient reaches a zero start
+
+
+def test_a_plain_convolution_cannot_start_at_zero() -> None:
+    with pytest.raises(ConfigError, match="local_conv_zero_init") as info:
+        ModelConfig(local_conv=3, local_conv_kind="plain", local_conv_zero_init=True)
+    assert "residual" in info.value.hint
