@@ -25,6 +25,8 @@ from attention_core.errors import ConfigError
 POSITIONAL = ("none", "index", "sinusoidal", "learned")
 POOLING = ("mean", "max", "first", "attention")
 INIT = ("default", "seed")
+LOCAL_CONV_KINDS = ("residual", "plain", "depthwise")
+MAX_LOCAL_CONV = 9  # widest local window: wider is the attention layers' job
 
 # An intervention on the attention weights: (layer index, weights (B, H, T, T), key mask (B, 1, 1, T))
 # → the weights that layer's heads attend with instead (head knock-out, permuted attention).
@@ -56,6 +58,9 @@ class ModelConfig:
     freeze_head: bool = False  # keep the classifier head fixed (the seed post did)
     max_len: int = 256  # longest sequence the positional encoding covers
     init: str = "default"  # default (PyTorch's) | seed (N(0,1)/100 weights, zero biases, V = K)
+    local_conv: int = 0  # width of a 1-D convolution over neighbouring tokens before the first attention layer (0 = off)
+    local_conv_kind: str = "residual"  # residual (x + conv) | plain (conv alone) | depthwise (x + one filter per feature)
+    local_conv_zero_init: bool = False  # start the convolution at 0: a residual model begins as the one without it
 
     def __post_init__(self) -> None:
         def bad(name: str, value: object, hint: str) -> None:
@@ -76,6 +81,14 @@ class ModelConfig:
             bad("pooling", self.pooling, f"choose one of {', '.join(POOLING)}")
         if self.init not in INIT:
             bad("init", self.init, f"choose one of {', '.join(INIT)}")
+        if not (self.local_conv == 0 or (1 <= self.local_conv <= MAX_LOCAL_CONV and self.local_conv % 2 == 1)):
+            bad("local_conv", self.local_conv,
+                f"use 0 (off) or an odd width from 1 to {MAX_LOCAL_CONV} (3 reads each word with one neighbour per side)")
+        if self.local_conv_kind not in LOCAL_CONV_KINDS:
+            bad("local_conv_kind", self.local_conv_kind, f"choose one of {', '.join(LOCAL_CONV_KINDS)}")
+        if self.local_conv_zero_init and self.local_conv_kind == "plain":
+            bad("local_conv_zero_init", self.local_conv_zero_init,
+                "a plain convolution started at 0 passes nothing on: use it with residual or depthwise")
         for name in ("dropout", "embedding_dropout", "word_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 bad(name, getattr(self, name), "use a value in [0, 1)")
@@ -152,6 +165,41 @@ class Block(nn.Module):
         return x, weights
 
 
+class LocalConv(nn.Module):
+    """Each token's vector mixed with its neighbours' (a window of ``local_conv`` tokens), like an n-gram.
+
+    ``residual``: x + dropout(GELU(conv(x))), the token's own vector kept and its window's added;
+    ``plain``: dropout(GELU(conv(x))) alone; ``depthwise``: the residual form with one filter per feature
+    (neighbours mixed feature by feature, no mixing across features). Padded positions are zeroed before
+    the convolution, so they add nothing to a real token's window, and stay zero after it. With
+    ``local_conv_zero_init`` the weights and bias start at 0, so a residual branch starts adding nothing.
+
+    Shape:
+        x (B, T, D), mask (B, T) bool → (B, T, D).
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        d = cfg.model_dim
+        self.residual = cfg.local_conv_kind != "plain"
+        groups = d if cfg.local_conv_kind == "depthwise" else 1
+        conv = (nn.Conv1d, d, d, cfg.local_conv)
+        options = {"padding": cfg.local_conv // 2, "groups": groups}
+        if cfg.local_conv_zero_init:  # no random draw either: the other layers start as they would without it
+            self.conv = nn.utils.skip_init(*conv, **options)
+            nn.init.zeros_(self.conv.weight)
+            nn.init.zeros_(self.conv.bias)
+        else:
+            self.conv = nn.Conv1d(*conv[1:], **options)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        keep = mask[..., None].to(x.dtype)  # (B, T, 1)
+        x = x * keep
+        local = self.drop(F.gelu(self.conv(x.transpose(1, 2)).transpose(1, 2)))  # (B, T, D)
+        return (x + local if self.residual else local) * keep
+
+
 class AttentionPooling(nn.Module):
     """A learned query per head attends over the tokens; the weighted sum is the sentence vector.
 
@@ -213,6 +261,7 @@ class AttentionClassifier(nn.Module):
         if cfg.positional == "sinusoidal":
             self.register_buffer("pos_table", sinusoidal_table(cfg.max_len, d), persistent=False)
         self.pos_embedding = nn.Embedding(cfg.max_len, d) if cfg.positional == "learned" else None
+        self.local_conv = LocalConv(cfg) if cfg.local_conv else None
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.final_norm = nn.LayerNorm(d) if cfg.layer_norm else nn.Identity()
         self.pooling = AttentionPooling(cfg) if cfg.pooling == "attention" else None
@@ -295,6 +344,8 @@ class AttentionClassifier(nn.Module):
         elif self.pos_embedding is not None:
             x = x + self.pos_embedding.weight[:t]
         x = self.drop(x)
+        if self.local_conv is not None:  # each token's vector now carries its neighbours'
+            x = self.local_conv(x, mask)
         attn_mask = mask[:, None, None, :]  # (B, 1, 1, T): padded keys are never attended
         weights = []
         for layer, block in enumerate(self.blocks):
