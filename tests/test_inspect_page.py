@@ -121,9 +121,9 @@ def test_time_lapse_plays_in_the_browser_and_marks_the_kept_epochs(runs: Path) -
     at = page()
     fig = chart(at, "inspect_time_lapse")
     maps = frames(fig)
-    # The bundled run's kept weights, one frame each: epoch 0, the kept epoch 8 and the last, 12 (its patience ended it
-    # there; the other planned moments, epochs 16 … 40 of 40, were never reached).
-    assert list(maps) == ["0", "8", "12"]
+    # The bundled run's kept weights, one frame each: 6 moments spread over the 12 epochs its patience let it train
+    # (of 40 planned), and the kept epoch 8.
+    assert list(maps) == ["0", "2", "5", "7", "8", "10", "12"]
     assert maps["12"].shape == (1, 7)  # it opens on the pooling attention's row (the last map)
     assert not np.allclose(maps["0"], maps["12"])
     assert np.allclose(array(fig["data"][0]["z"]), maps["12"])  # it opens on the last epoch
@@ -132,10 +132,10 @@ def test_time_lapse_plays_in_the_browser_and_marks_the_kept_epochs(runs: Path) -
     assert play["label"] == "▶ Play" and play["method"] == "animate" and play["args"][0] is None
     assert play["args"][1]["frame"]["redraw"]  # heatmaps redraw on every frame
     (slider,) = fig["layout"]["sliders"]
-    assert slider["active"] == 2 and len(slider["steps"]) == 3
+    assert slider["active"] == 6 and len(slider["steps"]) == 7
     # Every frame is a kept epoch, named on the epoch axis right above the slider; the run's model (epoch 8,
     # lowest validation loss) has a star.
-    assert fig["layout"]["xaxis3"]["ticktext"] == ["0", "8★", "12"]
+    assert fig["layout"]["xaxis3"]["ticktext"] == ["0", "2", "5", "7", "8★", "10", "12"]
     captions = " ".join(c.value for c in at.caption)
     assert "The run's model has the weights of epoch 8 (lowest validation loss): epoch 8 (★) is that model." in captions
 
@@ -148,7 +148,7 @@ def test_time_lapse_follows_the_layer_and_head(runs: Path) -> None:
     assert not at.exception
     assert "**Layer 1 · head 2** · press ▶ to replay the training, or drag the slider" in [m.value for m in at.markdown]
     after = frames(chart(at, "inspect_time_lapse"))
-    assert list(after) == list(before) == ["0", "8", "12"]
+    assert list(after) == list(before) == ["0", "2", "5", "7", "8", "10", "12"]
     assert before["12"].shape == (1, 7) and after["12"].shape == (7, 7)  # a layer's map: a row per word
     at.selectbox(key="inspect_tl_head").set_value(0).run()
     assert not at.exception
@@ -170,10 +170,10 @@ def test_time_lapse_replays_the_typed_sentence_or_a_probe(runs: Path) -> None:
     assert fig["data"][0]["x"][0] == probe.value.split()[0]
     assert list(frames(fig)) == [str(e) for e in range(13)]  # recorded every epoch: 12 (patience ended the run there)
     # Only the epochs whose weights the run kept are named and marked on the epoch axis above the slider.
-    assert fig["layout"]["xaxis3"]["ticktext"] == ["0", "8★", "12"]
-    assert fig["layout"]["xaxis3"]["tickvals"] == [0, 8, 12]  # frame numbers: one frame per epoch here
+    assert fig["layout"]["xaxis3"]["ticktext"] == ["0", "2", "5", "7", "8★", "10", "12"]
+    assert fig["layout"]["xaxis3"]["tickvals"] == [0, 2, 5, 7, 8, 10, 12]  # frame numbers: one frame per epoch here
     kept = next(t for t in fig["data"] if t.get("name") == "weights kept")
-    assert kept["customdata"] == [0, 12]
+    assert kept["customdata"] == [0, 2, 5, 7, 10, 12]
     assert next(t for t in fig["data"] if t.get("name") == "the run's model")["customdata"] == [8]
 
 
