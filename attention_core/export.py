@@ -89,7 +89,8 @@ def to_bertviz(tokens: Sequence[str], attention: np.ndarray | torch.Tensor | lis
 def to_circuitsvis(tokens: Sequence[str], attention: np.ndarray | torch.Tensor | list, layer: int = -1) -> tuple[list[str], np.ndarray]:
     """One layer's heads as CircuitsVis's ``attention_patterns`` (and ``attention_heads``) take them: (tokens, attention).
 
-    ``layer`` counts from 0; the default, -1, is the last layer (the one the classifier's pooling reads).
+    ``layer`` counts the attention's maps from 0; the default, -1, is the last map: the last layer's, or
+    for a model that pools by attention (``ModelConfig.map_names``), the pooling query's.
 
     Shape:
         attention (L, H, T, T), tokens (T,) → the tokens as a list, and layer ``layer``'s (H, T, T) float32
@@ -104,8 +105,8 @@ def to_circuitsvis(tokens: Sequence[str], attention: np.ndarray | torch.Tensor |
         (['hi', 'there'], (4, 2, 2))
     """
     weights = _checked(tokens, attention)
-    layers = weights.shape[0]
-    if not -layers <= layer < layers:
-        raise InputError(f"layer {layer} does not exist: the model has {layers} layers",
-                         f"choose 0 to {layers - 1} (or -1 for the last)")
+    maps = weights.shape[0]  # one per layer, then the pooling query's if the model pools by attention
+    if not -maps <= layer < maps:
+        raise InputError(f"layer {layer} does not exist: the attention has {maps} maps (a model that pools by "
+                         "attention has its pooling query's last)", f"choose 0 to {maps - 1} (or -1 for the last)")
     return list(tokens), weights[layer].numpy()  # (H, T, T)

@@ -456,16 +456,41 @@ class _KeptWeights:
 
 
 class _Snapshots:
-    """Weight snapshots for the time-lapse: the planned epochs (:func:`snapshot_epochs`) and those a run ends on."""
+    """Weight snapshots for the time-lapse: the planned epochs (:func:`snapshot_epochs`) and those a run ends on.
 
-    def __init__(self, planned: set[int], model: torch.nn.Module) -> None:
-        self.planned = planned
+    A run can end before its planned last epoch (patience, a time budget, Stop), and then never
+    reaches most planned epochs: the default preset plans 6 over 40 epochs and its patience ends it
+    near epoch 12, where the planned ones alone would give the time-lapse 3 frames (0, the kept
+    epoch, 12). So interim snapshots are kept too, every
+    ``stride`` epochs and at most ``2 n`` of them (the stride doubles when they are more); a run
+    that ends early keeps ``n`` of its snapshots spread evenly over the epochs it trained
+    (:meth:`spread`), one that reaches its end the planned ones.
+    """
+
+    def __init__(self, planned: set[int], model: torch.nn.Module, n: int) -> None:
+        self.planned, self.n = planned, n
         self.weights: dict[int, dict[str, torch.Tensor]] = {}
+        self.interim: dict[int, dict[str, torch.Tensor]] = {}
+        self.stride = 1
         self.take_planned(0, model)
 
     def take_planned(self, epoch: int, model: torch.nn.Module) -> None:
         if epoch in self.planned:
             self.take(epoch, model)
+        elif self.n > 1 and epoch % self.stride == 0:
+            self.interim[epoch] = _trained_weights(model)
+            if len(self.interim) > 2 * self.n:
+                self.stride *= 2
+                self.interim = {e: w for e, w in self.interim.items() if e % self.stride == 0}
+
+    def spread(self, last: int) -> None:
+        """Keep, of the snapshots taken up to ``last``, the nearest to each of ``n`` epochs spread evenly from 0 to
+        ``last`` (for a run that ended early; the end and the kept epoch are added by :meth:`take`)."""
+        taken = {**self.interim, **self.weights}
+        if not taken:  # one snapshot: the last epoch's, which take adds
+            return
+        chosen = {min(taken, key=lambda e: (abs(e - target), e)) for target in snapshot_epochs(last, self.n)}
+        self.weights, self.interim = {e: taken[e] for e in sorted(chosen)}, {}
 
     def take(self, epoch: int, model: torch.nn.Module) -> None:
         if epoch not in self.weights:
@@ -747,7 +772,7 @@ class Trainer:
         kept = _KeptWeights(model)
         take_step = self._make_step(loss_weight)
         self._record_probes(0)
-        snapshots = _Snapshots(snapshot_epochs(tc.epochs, tc.snapshots), model)
+        snapshots = _Snapshots(snapshot_epochs(tc.epochs, tc.snapshots), model, tc.snapshots)
         clock, steps = _TrainingClock(), 0
         model.train()
         for epoch in range(1, tc.epochs + 1):
@@ -856,6 +881,8 @@ class Trainer:
         """Name how the run ended, load the weights it keeps, and hand them over on the CPU."""
         tc, h, model = self.train_config, self.history, self.model
         if tc.snapshots and h.epochs:  # stopped or diverged early: the time-lapse reaches the last epoch
+            if h.epochs[-1].epoch < tc.epochs:
+                snapshots.spread(h.epochs[-1].epoch)
             snapshots.take(h.epochs[-1].epoch, model)  # (a diverged run's model is its last good epoch)
         if h.status == "running":
             h.status = "stopped" if self._stop.is_set() else "finished"

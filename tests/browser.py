@@ -141,6 +141,20 @@ def upload_csv(page, csv_path: Path, epochs: int) -> None:
     box.press("Tab")
 
 
+def custom_without_patience(page, epochs: int) -> None:
+    """On the Train page: the Custom preset (the default's values, every field open), ``epochs`` epochs and
+    patience off, so that the training lasts all its epochs (the default preset stops by patience, after
+    as few as 5 epochs on a small CSV). Its run is named custom-<data>."""
+    main = page.get_by_test_id("stMain")
+    main.get_by_test_id("stRadio").get_by_text("Custom", exact=True).click()
+    patience = main.get_by_label("Patience (epochs, 0 = none)", exact=True)
+    patience.and_(page.locator(":enabled")).wait_for()  # the form redrawn with Custom's fields open
+    for label, value in (("Epochs", epochs), ("Patience (epochs, 0 = none)", 0)):
+        box = main.get_by_label(label, exact=True)
+        box.fill(str(value))
+        box.press("Tab")
+
+
 def settled(page, timeout_ms: float = 60_000) -> None:
     """Wait until the page's script has finished its run (Streamlit marks the app's root)."""
     page.locator("[data-testid=stApp][data-test-script-state=notRunning]").wait_for(timeout=timeout_ms)

@@ -56,7 +56,10 @@ def test_predict_prints_label_probabilities_tokens_attention(trained):
     assert set(out["probabilities"]) == {"negative", "neutral", "positive"}
     assert out["tokens"] == ["the", "food", "was", "not", "good", "at", "all"]
     attn = out["attention"]
-    assert (len(attn), len(attn[0]), len(attn[0][0]), len(attn[0][0][0])) == (1, 2, 7, 7)
+    # one layer of 2 heads, then the default preset's pooling query (its one row drawn T times)
+    assert load_run(trained).model_config.map_names() == ["Layer 1", "Pooling"]
+    assert (len(attn), len(attn[0]), len(attn[0][0]), len(attn[0][0][0])) == (2, 2, 7, 7)
+    assert all(row == attn[1][h][0] for h in range(2) for row in attn[1][h])
 
 
 def test_predict_with_no_head_knocked_out_is_exactly_the_plain_prediction(trained):
@@ -70,15 +73,25 @@ def test_predict_with_no_head_knocked_out_is_exactly_the_plain_prediction(traine
 @pytest.mark.parametrize("mode", ["zero", "uniform"])
 def test_predict_with_heads_knocked_out(trained, mode):
     plain = last_json(cli("predict", str(trained), "the food was not good at all").stdout)
-    r = cli("predict", str(trained), "the food was not good at all", "--knock-out", "1.1,1.2", "--knock-out-mode", mode)
+    # every head of every map: layer 1's and the pooling query's (map 2)
+    r = cli("predict", str(trained), "the food was not good at all", "--knock-out", "1.1,1.2,2.1,2.2", "--knock-out-mode", mode)
     assert r.returncode == 0, r.stderr
     out = last_json(r.stdout)
-    assert out["knocked_out"] == ["1.1", "1.2"] and out["knock_out_mode"] == mode
+    assert out["knocked_out"] == ["1.1", "1.2", "2.1", "2.2"] and out["knock_out_mode"] == mode
     assert out["probabilities"] != plain["probabilities"]
     if mode == "zero":
-        assert "head 1: knocked out" in r.stderr and not np.any(out["attention"])
+        assert "Pooling, the word each head attends to most:\n  head 1: knocked out\n  head 2: knocked out" in r.stderr
+        assert not np.any(out["attention"])
     else:
         assert np.allclose(out["attention"], 1 / 7)  # every head attends equally to the 7 words
+
+
+def test_predict_with_the_first_layer_knocked_out_leaves_the_pooling_map_on(trained):
+    r = cli("predict", str(trained), "the food was not good at all", "--knock-out", "1.1,1.2")
+    assert r.returncode == 0, r.stderr
+    attention = np.asarray(last_json(r.stdout)["attention"])  # (maps, H, T, T)
+    assert not np.any(attention[0]) and np.allclose(attention[1].sum(-1), 1)
+    assert "Pooling, the word each head attends to most:" in r.stderr and "knocked out" not in r.stderr
 
 
 def test_explain_prints_every_method_and_how_faithful_it_is(trained):
@@ -101,7 +114,7 @@ def test_faithfulness_reports_on_the_runs_validation_set_by_default(trained, tmp
     out = last_json(r.stdout)
     validation = load_run(trained).validation[0]
     assert out["n"] + out["skipped"] == len(validation) > 0
-    assert np.array(out["head_accuracy"]).shape == (1, 2)
+    assert np.array(out["head_accuracy"]).shape == (2, 2)  # (maps: layer 1 and the pooling query, heads)
     assert set(out["comprehensiveness"]) == set(out["sufficiency"]) == {*out["methods"], "random"}
     assert "sentences:" in r.stderr and "knock-out passes:" in r.stderr  # the progress bars
     csv = tmp_path / "other.csv"
@@ -167,7 +180,8 @@ def test_evaluate_with_other_column_names(trained, tmp_path):
         (("predict", "{tmp}/no_run", "hello"), "not found"),
         (("predict", "RUN", "xqzzy qqqzz"), "none of the words"),
         (("evaluate", "RUN", "{tmp}/one_class.csv", "--label-col", "label"), "only one"),
-        (("predict", "RUN", "good", "--knock-out", "3.9"), "head 3.9 does not exist — this model has layers 1–1"),
+        (("predict", "RUN", "good", "--knock-out", "3.9"),
+         r"head 3\.9 does not exist — this model has layers 1–2 \(layer 2: the pooling attention\) with heads 1–2 each"),
         (("predict", "RUN", "good", "--knock-out", "1,2"), "not LAYER.HEAD"),
         (("predict", "RUN", "good", "--knock-out", "1.1", "--knock-out-mode", "half"), "invalid choice"),
         (("explain", "RUN", ""), "empty"),

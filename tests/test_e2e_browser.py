@@ -20,7 +20,7 @@ import pytest
 
 from attention_core.presets import DEFAULT
 from attention_core.text import tokenize
-from tests.browser import CHROMIUM, E2E, SHOTS, app_server, browser_page, shot
+from tests.browser import CHROMIUM, E2E, SHOTS, app_server, browser_page, custom_without_patience, shot
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = E2E
@@ -71,9 +71,8 @@ def test_train_upload_start_watch_finish_then_inspect(server):
         # the CSV's box: the runs list's zip box may still be on the page from the run before
         page.locator("[data-testid=stFileUploaderDropzoneInput][accept*='.csv']").set_input_files(str(ROOT / "data" / "small.csv"))
         main.get_by_text("small.csv: utf-8").wait_for()  # the report is about the upload now
-        epochs = main.get_by_label("Epochs", exact=True)
-        epochs.fill("400")
-        epochs.press("Tab")
+        # 400 epochs, all of them: the default preset's patience would end it after a few (and before the Pause below)
+        custom_without_patience(page, 400)
         main.get_by_role("button", name="Start training").click()
         progress = main.get_by_text(re.compile(r"epoch \d+/400"))
         progress.first.wait_for()
@@ -111,7 +110,7 @@ def test_train_upload_start_watch_finish_then_inspect(server):
         sidebar.get_by_role("link", name="Watch on Train").click()
         main.get_by_role("button", name="Resume").click()
         main.get_by_text(re.compile("Training (finished|stopped)")).wait_for(timeout=180_000)
-        assert main.get_by_text("Training finished").count() == 1  # ran all its epochs: not stopped as orphaned
+        assert main.get_by_text("Training finished: all 400 epochs.").count() == 1  # not stopped as orphaned
         main.get_by_text("Validation accuracy", exact=True).wait_for()
         if SHOTS:  # the README's picture of the results: scrolled to them
             main.get_by_text("3 · Results").scroll_into_view_if_needed()
@@ -121,10 +120,12 @@ def test_train_upload_start_watch_finish_then_inspect(server):
         with zipfile.ZipFile(download.value.path()) as z:
             assert {"model.safetensors", "config.json", "history.json"} <= set(z.namelist())
             trained = json.loads(z.read("config.json"))["train"]
-        # Trained with what the form showed: the epochs typed, the preset's values for the rest (a form
-        # widget given its value through the Session State was once submitted with its minimum instead).
-        assert trained["epochs"] == 400
+            model = json.loads(z.read("config.json"))["model"]
+        # Trained with what the form showed: the epochs typed, patience off, the default preset's values for the
+        # rest (a form widget given its value through the Session State was once submitted with its minimum instead).
+        assert (trained["epochs"], trained["patience"]) == (400, None)
         assert (trained["lr"], trained["val_fraction"]) == (DEFAULT.train.lr, DEFAULT.train.val_fraction)
+        assert (model["pooling"], model["local_conv"]) == (DEFAULT.model.pooling, DEFAULT.model.local_conv)
         page.goto(f"{server}/Inspect")
         main = page.get_by_test_id("stMain")
         main.get_by_text("L1 · H1").first.wait_for()

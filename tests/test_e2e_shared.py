@@ -24,6 +24,7 @@ from tests.browser import (
     E2E,
     ROOT,
     app_server,
+    custom_without_patience,
     free_port,
     launch_chromium,
     learner_page,
@@ -38,7 +39,7 @@ pytestmark = E2E
 
 BUNDLED = "Bundled: default model on UCI sentences"
 TEACHER = "teacher-token-of-the-test-0123456789"
-LONG = 5000  # Alice's epochs: far more than the test waits for (she stops once the others are in line)
+LONG = 5000  # Alice's epochs, patience off: far more than the test waits for (she stops once the others are in line)
 SHORT = 3  # Carol's and Bob's epochs
 WAIT = 120_000  # ms: the deadline of a step that waits for a training (2 busy cores, shared with other jobs)
 
@@ -139,6 +140,9 @@ def test_two_learners_one_in_line_a_restart_and_a_published_run(tmp_path):
             for name, epochs in (("alice", LONG), ("carol", SHORT), ("bob", SHORT)):
                 links[name] = open_as_new_learner(learners[name], url, "Train")
                 upload_csv(learners[name], learner_csv(tmp_path, name), epochs)
+            # Alice's training must last until the others are in line: patience off (the default preset's would
+            # end it after a few epochs and free the slot). Carol's and Bob's 3 epochs end before any patience.
+            custom_without_patience(alice, LONG)
             assert len(set(links.values())) == 3  # three private links
             assert f"{url}/Train?w=" in alice.get_by_test_id("stSidebar").get_by_test_id("stCode").inner_text()  # shown
             step("three learners opened their workspaces and uploaded a CSV")
@@ -157,7 +161,7 @@ def test_two_learners_one_in_line_a_restart_and_a_published_run(tmp_path):
             shot(bob, "shared_in_line")
             step("Carol 1st in line, Bob 2nd")
             alice.get_by_role("button", name="Stop").click()
-            alice.get_by_text(re.compile(rf"Training stopped after \d+ of {LONG} epochs\. Saved as run default-alice\.")) \
+            alice.get_by_text(re.compile(rf"Training stopped after \d+ of {LONG} epochs\. Saved as run custom-alice\.")) \
                 .wait_for(timeout=WAIT)
             for name in ("carol", "bob"):  # each in turn: started by itself, finished, saved
                 learners[name].get_by_text(re.compile(rf"Training finished.* Saved as run default-{name}\.")) \
@@ -166,7 +170,7 @@ def test_two_learners_one_in_line_a_restart_and_a_published_run(tmp_path):
             step("Alice stopped; Carol, then Bob, finished")
             workspaces = list((runs / "workspaces").iterdir())
             saved = sorted(r.name for w in workspaces for r in w.iterdir() if (r / "config.json").exists())
-            assert (len(workspaces), saved) == (3, ["default-alice", "default-bob", "default-carol"])
+            assert (len(workspaces), saved) == (3, ["custom-alice", "default-bob", "default-carol"])
 
             sees_only(bob, links["bob"], ["default-bob"], others=["alice", "carol"])
             step("Bob sees his run alone")
@@ -177,7 +181,7 @@ def test_two_learners_one_in_line_a_restart_and_a_published_run(tmp_path):
                 screenshots_on_failure(tmp_path / "screenshots-after-restart", learners):
             assert again == url
             step("server restarted")
-            sees_only(alice, links["alice"], ["default-alice"], others=["bob", "carol"])  # her link: her run
+            sees_only(alice, links["alice"], ["custom-alice"], others=["bob", "carol"])  # her link: her run
             step("Alice's link opens her run")
 
             # Alice with the teacher token publishes her run; the token leaves the address.
@@ -185,9 +189,9 @@ def test_two_learners_one_in_line_a_restart_and_a_published_run(tmp_path):
             sidebar = alice.get_by_test_id("stSidebar")
             sidebar.get_by_text("Teacher: publish runs").click()
             assert picker_options(alice, sidebar.get_by_role("combobox", name="One of your runs", exact=True)) \
-                == ["default-alice"]
+                == ["custom-alice"]
             sidebar.get_by_role("button", name="Publish").click()
-            published = sidebar.get_by_text(re.compile(r"Published: 📌 default-alice — by .+"))
+            published = sidebar.get_by_text(re.compile(r"Published: 📌 custom-alice — by .+"))
             published.wait_for()
             assert TEACHER not in alice.url
             pin = published.inner_text().removeprefix("Published: ")
@@ -202,12 +206,12 @@ def test_two_learners_one_in_line_a_restart_and_a_published_run(tmp_path):
             main.locator("g.ytick text").first.wait_for()
             bob_sidebar.get_by_role("combobox", name="Model", exact=True).click()
             bob.get_by_role("option", name=pin).click()
-            bob_sidebar.get_by_text(re.compile(r"default-alice · \d layers? × \d heads?")).wait_for()
+            bob_sidebar.get_by_text(re.compile(r"custom-alice · \d layers? × \d heads?")).wait_for()
             main.get_by_text("Prediction:").wait_for()
             no_traceback(bob)
             shot(bob, "shared_published_on_home")
             nav.get_by_role("link", name="Inspect").click()  # the published run stays open on every page
-            bob_sidebar.get_by_text(re.compile(r"default-alice · \d layers? × \d heads? · \w+ positions")).wait_for()
+            bob_sidebar.get_by_text(re.compile(r"custom-alice · \d layers? × \d heads? · \w+ positions")).wait_for()
             main.locator("[role=tab][aria-selected=true]", has_text="Compare").wait_for()  # the tab he left Inspect on
             main.get_by_role("tab", name="Model view").click()
             main.get_by_text("L1 · H1").first.wait_for()
@@ -216,6 +220,6 @@ def test_two_learners_one_in_line_a_restart_and_a_published_run(tmp_path):
             assert manageable_runs(bob) == ["default-bob"]  # nothing of the published run to rename or delete
             no_traceback(bob)
             step("Bob opened the published run; his runs list holds his own alone")
-            assert (runs / "published" / "default-alice" / "config.json").exists()
-            assert (runs / "workspaces" / next(w.name for w in workspaces if (w / "default-alice").exists())
-                    / "default-alice" / "config.json").exists()  # Alice's own run stays hers
+            assert (runs / "published" / "custom-alice" / "config.json").exists()
+            assert (runs / "workspaces" / next(w.name for w in workspaces if (w / "custom-alice").exists())
+                    / "custom-alice" / "config.json").exists()  # Alice's own run stays hers

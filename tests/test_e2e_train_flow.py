@@ -12,11 +12,11 @@ import shutil
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from tests.browser import CHROMIUM, E2E, app_server, browser_page, shot
+from tests.browser import CHROMIUM, E2E, app_server, browser_page, custom_without_patience, shot
 
 pytestmark = E2E
 
-EPOCHS = 300  # far more than the test waits for: it stops the training midway
+EPOCHS = 300  # far more than the test waits for, patience off: it stops the training midway
 
 
 def no_traceback(page) -> None:
@@ -42,14 +42,12 @@ def test_train_stop_midway_results_runs_list_rename_open_on_home(tmp_path):
         main = page.get_by_test_id("stMain")
         main.get_by_text("small.csv (the seed").click()
         main.get_by_text("small.csv: utf-8").wait_for()
-        epochs = main.get_by_label("Epochs", exact=True)
-        epochs.fill(str(EPOCHS))
-        epochs.press("Tab")
+        custom_without_patience(page, EPOCHS)  # the default preset's patience could end it before the Stop
         main.get_by_role("button", name="Start training").click()
         main.get_by_text(re.compile(rf"running · epoch ([5-9]|\d\d+)/{EPOCHS}")).first.wait_for()
         main.get_by_role("button", name="Stop").click()
 
-        done = main.get_by_text(re.compile(rf"Training stopped after \d+ of {EPOCHS} epochs\. Saved as run default-small\."))
+        done = main.get_by_text(re.compile(rf"Training stopped after \d+ of {EPOCHS} epochs\. Saved as run custom-small\."))
         done.wait_for(timeout=60_000)
         trained = int(re.search(r"after (\d+) of", done.inner_text())[1])
         assert 5 <= trained < EPOCHS
@@ -67,7 +65,7 @@ def test_train_stop_midway_results_runs_list_rename_open_on_home(tmp_path):
 
         # The runs list: the same accuracy, the kept epoch, how far the run went.
         main.get_by_role("heading", name="Runs").scroll_into_view_if_needed()
-        row = runs_list(main)["default-small"]
+        row = runs_list(main)["custom-small"]
         assert (row["status"], row["epochs"], row["kept model"]) == ("stopped", f"{trained} of {EPOCHS}", f"epoch {kept_epoch}")
         assert row["val accuracy (kept model)"] == accuracy  # one figure for the kept model, on the results and here
 
@@ -75,12 +73,12 @@ def test_train_stop_midway_results_runs_list_rename_open_on_home(tmp_path):
         rename_to.fill("../elsewhere")
         rename_to.press("Enter")
         main.get_by_role("button", name="Rename").click()
-        main.get_by_text("Cannot rename 'default-small': '../elsewhere' cannot name a run").wait_for()
-        assert sorted(p.name for p in runs.iterdir() if not p.name.startswith(".")) == ["default-small"]
+        main.get_by_text("Cannot rename 'custom-small': '../elsewhere' cannot name a run").wait_for()
+        assert sorted(p.name for p in runs.iterdir() if not p.name.startswith(".")) == ["custom-small"]
         rename_to.fill("my-first-run")
         rename_to.press("Enter")
         main.get_by_role("button", name="Rename").click()
-        main.get_by_text("Renamed 'default-small' to 'my-first-run'.").wait_for()
+        main.get_by_text("Renamed 'custom-small' to 'my-first-run'.").wait_for()
         no_traceback(page)
         shot(page, "train_flow_runs")
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -247,7 +246,8 @@ def test_sentence_lab_curves_start_full_and_end_empty(bundled):
     lab = sentence_lab(bundled.model, bundled.encoder, bundled.label_names, SENTENCE)
     t = len(lab.tokens)
     full = lab.probabilities[lab.label]
-    assert lab.methods == [m.name for m in available_methods(bundled.model)] == [m for m in METHODS if m != "pooling_attention"]
+    assert lab.methods == [m.name for m in available_methods(bundled.model)] == list(METHODS)  # it pools by attention
+    assert "pooling_attention" not in [m.name for m in available_methods(tiny_model())]  # mean pooling: not offered
     assert set(lab.deletion) == {*lab.methods, "random"} == set(lab.comprehensiveness) == set(lab.sufficiency)
     for name in lab.deletion:
         assert len(lab.deletion[name]) == len(lab.insertion[name]) == t + 1
@@ -287,7 +287,7 @@ def test_a_method_can_be_added_for_models_that_have_it(bundled):
                    available=lambda model: model.cfg.pooling == "first")
     try:
         register(extra)
-        assert "first_word" not in [m.name for m in available_methods(bundled.model)]  # mean pooling: not offered
+        assert "first_word" not in [m.name for m in available_methods(bundled.model)]  # attention pooling: not offered
         assert "first_word" in [m.name for m in available_methods(tiny_model(pooling="first"))]
     finally:
         METHODS.pop("first_word", None)
@@ -343,12 +343,13 @@ def test_erasure_in_leave_one_out_order_beats_random_on_the_bundled_validation_s
     assert report.comprehensiveness["leave_one_out"] >= report.comprehensiveness["random"]
     assert report.sufficiency["leave_one_out"] <= report.sufficiency["random"]
     cfg = bundled.model_config
-    assert np.array(report.head_accuracy).shape == (cfg.n_layers, cfg.n_heads)
-    assert len(report.pruning_accuracy) == cfg.n_layers * cfg.n_heads + 1
+    assert cfg.n_attention_maps == cfg.n_layers + 1 == 3  # 2 layers and the pooling attention, knocked out as layer 3
+    assert np.array(report.head_accuracy).shape == (cfg.n_attention_maps, cfg.n_heads)
+    assert len(report.pruning_accuracy) == cfg.n_attention_maps * cfg.n_heads + 1
     assert report.pruning_accuracy[0] == report.accuracy
-    assert sorted(report.pruning_order) == sorted(f"{l}.{h}" for l in (1, 2) for h in (1, 2, 3, 4))
+    assert sorted(report.pruning_order) == sorted(f"{l}.{h}" for l in (1, 2, 3) for h in (1, 2, 3, 4))
     stages = [p.stage for p in seen]
-    assert stages.count("heads") == 2 * cfg.n_layers * cfg.n_heads + 1 and stages.count("sentences") == report.n
+    assert stages.count("heads") == 2 * cfg.n_attention_maps * cfg.n_heads + 1 and stages.count("sentences") == report.n
     assert seen[-1].done == seen[-1].total
 
 
@@ -365,10 +366,8 @@ def test_run_report_permutation_test_and_histogram(bundled):
 
 
 def test_the_lab_and_the_report_read_a_model_that_pools_by_attention(bundled):
-    torch.manual_seed(0)
-    cfg = replace(bundled.model_config, pooling="attention")
-    model = AttentionClassifier(cfg).eval()
-    model.load_state_dict(bundled.model.state_dict(), strict=False)  # the layers trained, the pooling query new
+    model, cfg = bundled.model, bundled.model_config
+    assert cfg.pooling == "attention"
     lab = sentence_lab(model, bundled.encoder, bundled.label_names, SENTENCE, n_permutations=5)
     assert "pooling_attention" in lab.methods and sum(lab.scores["pooling_attention"]) == pytest.approx(1.0)
     assert len(lab.permutation_tvd) == 5

@@ -49,14 +49,14 @@ def test_opens_on_the_bundled_model_with_every_method(bundled):
     assert not at.exception and not at.error
     assert at.title[0].value == "Is attention an explanation?"
     titles = [m.title for m in available_methods(bundled.model)]
-    assert len(titles) == 7
+    assert len(titles) == 8 and "Pooling attention" in titles  # the bundled model pools by attention
     scores = chart(at, "faith_scores")["data"][0]
     assert scores["y"] == titles and scores["x"] == SENTENCE
     z = array(scores["z"])
-    assert z.shape == (7, 7) and np.allclose(np.abs(z).max(axis=1), 1.0)  # each row scaled to its largest
+    assert z.shape == (8, 7) and np.allclose(np.abs(z).max(axis=1), 1.0)  # each row scaled to its largest
     measures = " ".join(m.value for m in at.markdown)
     assert all(f"**{t}**:" in measures for t in titles)  # each method's "what this measures"
-    assert array(chart(at, "faith_kendall")["data"][0]["z"]).shape == (7, 7)
+    assert array(chart(at, "faith_kendall")["data"][0]["z"]).shape == (8, 8)
     curves = {trace["name"] for trace in chart(at, "faith_curves")["data"]}
     assert curves == {*titles, "Random order"}
     (eraser,) = tables(at, ERASER)  # the sentence's: no run report yet
@@ -118,12 +118,13 @@ def test_run_report_shows_its_tables_and_a_second_look_is_instant(bundled, monke
     texts, labels = bundled.validation
     expected = run_report(bundled.model, bundled.encoder, bundled.label_names, texts[:6], labels[:6])
     (heads,) = tables(at, HEADS)
-    assert len(heads) == 8 and list(heads.index[:2]) == ["1.1", "1.2"]
+    assert len(heads) == 12 and list(heads.index[:2]) == ["1.1", "1.2"]  # 2 layers and the pooling attention, 4 heads each
+    assert list(heads.index[-4:]) == ["3.1", "3.2", "3.3", "3.4"] and set(heads["map"][-4:]) == {"pooling"}
     assert heads["accuracy"].tolist() == pytest.approx(np.ravel(expected.head_accuracy), abs=1e-4)
     sentence_eraser, eraser = tables(at, ERASER)  # in the order of the tabs
     assert not eraser.equals(sentence_eraser)
     assert eraser.loc["Random order", "comprehensiveness ↑"] == pytest.approx(expected.comprehensiveness["random"], abs=1e-4)
-    assert len(eraser) == 8  # 7 methods and random
+    assert len(eraser) == 9  # 8 methods and random
     for key in ("faith_report_heads", "faith_report_pruning", "faith_report_bars", "faith_report_kendall",
                 "faith_report_tvd"):
         chart(at, key)
@@ -141,26 +142,27 @@ def test_run_report_shows_its_tables_and_a_second_look_is_instant(bundled, monke
 
 
 @pytest.fixture()
-def pooled(bundled, runs_dir):
-    """The bundled run with a pooling attention (its layers trained, the pooling query new), saved as "pooled"."""
-    import torch
-
+def mean_pooled(bundled, runs_dir):
+    """The bundled run with mean pooling instead of its pooling attention (its layers trained, no pooling query),
+    saved as "mean-pooled": 2 maps of heads, no layer 3."""
     from attention_core import save_run
     from attention_core.model import AttentionClassifier
 
-    torch.manual_seed(0)
-    cfg = replace(bundled.model_config, pooling="attention")
+    cfg = replace(bundled.model_config, pooling="mean")
     model = AttentionClassifier(cfg).eval()
-    model.load_state_dict(bundled.model.state_dict(), strict=False)
-    run = replace(bundled, model=model, model_config=cfg, name="pooled")
-    save_run(run, runs_dir / "pooled")
+    def layers(weights: dict) -> dict:
+        return {k: v for k, v in weights.items() if not k.startswith("pooling.")}
+
+    model.load_state_dict(layers(bundled.model.state_dict()))
+    snapshots = {epoch: layers(weights) for epoch, weights in bundled.snapshots.items()}
+    run = replace(bundled, model=model, model_config=cfg, name="mean-pooled", snapshots=snapshots)
+    save_run(run, runs_dir / "mean-pooled")
     return run
 
 
-def test_a_pooling_attention_is_a_method_and_its_heads_can_be_knocked_out(pooled):
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    at.session_state["active_run"] = "pooled"
-    at.run()
+def test_a_pooling_attention_is_a_method_and_its_heads_can_be_knocked_out(bundled, mean_pooled):
+    pooled = bundled  # the bundled model pools by attention
+    at = page()
     assert not at.exception and not at.error
     assert "Pooling attention" in chart(at, "faith_scores")["data"][0]["y"]
     heads = at.multiselect(key="faith_heads")
@@ -174,8 +176,9 @@ def test_a_pooling_attention_is_a_method_and_its_heads_can_be_knocked_out(pooled
     titles = [a["text"] for a in live_chart(at, "faith_ko_grid")["layout"]["annotations"]]
     assert "<b>pooling · H1 · OFF</b>" in titles and "layer 2 · H1" in titles
 
-    at.selectbox(key="faith_run").set_value(at.selectbox(key="faith_run").options[0]).run()  # the bundled 2-layer run
+    at.selectbox(key="faith_run").set_value("mean-pooled").run()  # 2 layers and mean pooling
     assert not at.exception and not at.error
+    assert at.multiselect(key="faith_heads").options[-1] == "2.4"
     assert at.multiselect(key="faith_heads").value == []  # its heads 3.x do not exist there: none kept, no error
     assert bars(at, "faith_ko_probs") == pytest.approx(bars(at, "faith_plain_probs"), abs=1e-12)
 
@@ -219,7 +222,7 @@ def test_the_report_moves_a_progress_bar_through_both_stages(monkeypatch):
     at.number_input(key="faith_report_n").set_value(3)
     at.button(key="faith_report_run").click().run()
     assert not at.exception and not at.error
-    passes = 2 * 8 + 1  # every head on, each of the 8 alone, then the pruning steps
+    passes = 2 * 12 + 1  # every head on, each of the 12 alone (2 layers and the pooling attention), then the pruning steps
     assert shown[0] == (1 / passes, f"1 of {passes} knock-out passes over the sentences")
     assert (1.0, f"{passes} of {passes} knock-out passes over the sentences") in shown
     assert shown[-1] == (1.0, "3 of 3 sentences scored by every method")

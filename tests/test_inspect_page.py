@@ -22,6 +22,7 @@ from attention_core.explain import explain
 from attention_core.metrics import spearman
 from attention_core.presets import SEED
 from tests.apptest_helpers import array, chart, widget
+from ui.figures import POOLING_QUERY
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "2_Inspect.py")
 KEYS = [
@@ -68,8 +69,13 @@ def test_typed_sentence_changes_the_tokens_shown(runs: Path) -> None:
     assert not at.exception and not at.error
     first = json.loads(at.get("plotly_chart")[1].proto.spec)
     assert first["data"][0]["x"] == ["i", "love", "this", "fantastic", "product"]
+    zoom = chart(at, "inspect_zoom")  # it opens on the last map, the bundled model's pooling attention: one row
+    assert zoom["data"][0]["x"] == ["i", "love", "this", "fantastic", "product"]
+    assert zoom["data"][0]["y"] == [POOLING_QUERY]
+    at.selectbox(key="inspect_layer").set_value(1).run()  # layer 2: a row per word
+    assert not at.exception
     zoom = chart(at, "inspect_zoom")
-    assert zoom["data"][0]["y"] == ["i", "love", "this", "fantastic", "product"]
+    assert zoom["data"][0]["y"] == zoom["data"][0]["x"] == ["i", "love", "this", "fantastic", "product"]
 
 
 def test_all_unknown_sentence_shows_an_error(runs: Path) -> None:
@@ -115,31 +121,38 @@ def test_time_lapse_plays_in_the_browser_and_marks_the_kept_epochs(runs: Path) -
     at = page()
     fig = chart(at, "inspect_time_lapse")
     maps = frames(fig)
-    assert list(maps) == ["0", "2", "3", "4", "6", "8", "10"]  # the bundled run's kept weights: one frame each
-    assert not np.allclose(maps["0"], maps["10"])
-    assert np.allclose(array(fig["data"][0]["z"]), maps["10"])  # it opens on the last epoch
+    # The bundled run's kept weights, one frame each: 6 moments spread over the 12 epochs its patience let it train
+    # (of 40 planned), and the kept epoch 8.
+    assert list(maps) == ["0", "2", "5", "7", "8", "10", "12"]
+    assert maps["12"].shape == (1, 7)  # it opens on the pooling attention's row (the last map)
+    assert not np.allclose(maps["0"], maps["12"])
+    assert np.allclose(array(fig["data"][0]["z"]), maps["12"])  # it opens on the last epoch
     (buttons,) = fig["layout"]["updatemenus"]
     play = buttons["buttons"][0]
     assert play["label"] == "▶ Play" and play["method"] == "animate" and play["args"][0] is None
     assert play["args"][1]["frame"]["redraw"]  # heatmaps redraw on every frame
     (slider,) = fig["layout"]["sliders"]
     assert slider["active"] == 6 and len(slider["steps"]) == 7
-    # Every frame is a kept epoch, named on the epoch axis right above the slider; the run's model (epoch 3,
+    # Every frame is a kept epoch, named on the epoch axis right above the slider; the run's model (epoch 8,
     # lowest validation loss) has a star.
-    assert fig["layout"]["xaxis3"]["ticktext"] == ["0", "2", "3★", "4", "6", "8", "10"]
+    assert fig["layout"]["xaxis3"]["ticktext"] == ["0", "2", "5", "7", "8★", "10", "12"]
     captions = " ".join(c.value for c in at.caption)
-    assert "The run's model has the weights of epoch 3 (lowest validation loss): epoch 3 (★) is that model." in captions
+    assert "The run's model has the weights of epoch 8 (lowest validation loss): epoch 8 (★) is that model." in captions
 
 
 def test_time_lapse_follows_the_layer_and_head(runs: Path) -> None:
     at = page()
-    before = frames(chart(at, "inspect_time_lapse"))
+    before = frames(chart(at, "inspect_time_lapse"))  # the pooling attention, average of heads: one row
     at.selectbox(key="inspect_tl_layer").set_value(0)
     at.selectbox(key="inspect_tl_head").set_value(1).run()
     assert not at.exception
     assert "**Layer 1 · head 2** · press ▶ to replay the training, or drag the slider" in [m.value for m in at.markdown]
     after = frames(chart(at, "inspect_time_lapse"))
-    assert list(after) == list(before) and not np.allclose(after["10"], before["10"])
+    assert list(after) == list(before) == ["0", "2", "5", "7", "8", "10", "12"]
+    assert before["12"].shape == (1, 7) and after["12"].shape == (7, 7)  # a layer's map: a row per word
+    at.selectbox(key="inspect_tl_head").set_value(0).run()
+    assert not at.exception
+    assert not np.allclose(frames(chart(at, "inspect_time_lapse"))["12"], after["12"])  # another head, another map
 
 
 def test_time_lapse_replays_the_typed_sentence_or_a_probe(runs: Path) -> None:
@@ -155,13 +168,13 @@ def test_time_lapse_replays_the_typed_sentence_or_a_probe(runs: Path) -> None:
     probe = at.selectbox(key="inspect_probe")
     fig = chart(at, "inspect_time_lapse")
     assert fig["data"][0]["x"][0] == probe.value.split()[0]
-    assert list(frames(fig)) == [str(e) for e in range(11)]  # recorded every epoch
+    assert list(frames(fig)) == [str(e) for e in range(13)]  # recorded every epoch: 12 (patience ended the run there)
     # Only the epochs whose weights the run kept are named and marked on the epoch axis above the slider.
-    assert fig["layout"]["xaxis3"]["ticktext"] == ["0", "2", "3★", "4", "6", "8", "10"]
-    assert fig["layout"]["xaxis3"]["tickvals"] == [0, 2, 3, 4, 6, 8, 10]  # frame numbers: one frame per epoch here
+    assert fig["layout"]["xaxis3"]["ticktext"] == ["0", "2", "5", "7", "8★", "10", "12"]
+    assert fig["layout"]["xaxis3"]["tickvals"] == [0, 2, 5, 7, 8, 10, 12]  # frame numbers: one frame per epoch here
     kept = next(t for t in fig["data"] if t.get("name") == "weights kept")
-    assert kept["customdata"] == [0, 2, 4, 6, 8, 10]
-    assert next(t for t in fig["data"] if t.get("name") == "the run's model")["customdata"] == [3]
+    assert kept["customdata"] == [0, 2, 5, 7, 10, 12]
+    assert next(t for t in fig["data"] if t.get("name") == "the run's model")["customdata"] == [8]
 
 
 def test_saliency_explains_the_predicted_class_and_says_so(runs: Path) -> None:
@@ -297,13 +310,13 @@ def test_the_time_lapse_plays_in_the_browser(server: str) -> None:
         settled(page)  # before ▶: a redraw in the middle would restart the figure
         lapse = main.locator(".js-plotly-plot", has_text="▶ Play")
         title = lapse.locator(".gtitle")
-        title.filter(has_text="Epoch 10").wait_for()  # opens on the last epoch
+        title.filter(has_text="Epoch 12").wait_for()  # opens on the last epoch
         seen = set()
         lapse.get_by_text("▶ Play").click()
         for _ in range(200):  # the frames change the title in the browser; no page run takes part
             seen.add(title.text_content().split("·")[0].strip())
-            if len(seen) > 2 and "Epoch 10" in seen and title.text_content().startswith("Epoch 10"):
+            if len(seen) > 2 and "Epoch 12" in seen and title.text_content().startswith("Epoch 12"):
                 break
             page.wait_for_timeout(100)
-        assert {"Epoch 0", "Epoch 10"} <= seen and len(seen) >= 3, seen
+        assert {"Epoch 0", "Epoch 12"} <= seen and len(seen) >= 3, seen
         assert not main.get_by_test_id("stException").count()

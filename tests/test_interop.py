@@ -85,11 +85,17 @@ def test_circuitsvis_attention_patterns_draws_our_export(seen):
         np.testing.assert_allclose(props["attention"], attention[0].numpy(), rtol=1e-6)  # heads × dest × src
 
 
-def test_to_circuitsvis_takes_the_last_layer_by_default_and_refuses_one_out_of_range(seen):
+def test_to_circuitsvis_takes_the_last_map_by_default_and_refuses_one_out_of_range(seen):
     tokens, attention = seen
-    np.testing.assert_array_equal(to_circuitsvis(tokens, attention)[1], attention[-1].numpy())
-    with pytest.raises(InputError, match=r"layer 2 does not exist: the model has 2 layers — choose 0 to 1"):
-        to_circuitsvis(tokens, attention, layer=2)
+    assert load_run(DEFAULT_RUN).model_config.map_names() == ["Layer 1", "Layer 2", "Pooling"]
+    last = to_circuitsvis(tokens, attention)[1]  # the pooling query's: each head's one row, drawn T times
+    np.testing.assert_array_equal(last, attention[-1].numpy())
+    np.testing.assert_array_equal(last, np.broadcast_to(last[:, :1], last.shape))
+    with pytest.raises(InputError, match=r"layer 3 does not exist: the attention has 3 maps \(a model that pools by "
+                                         r"attention has its pooling query's last\) — choose 0 to 2"):
+        to_circuitsvis(tokens, attention, layer=3)
+    with pytest.raises(InputError, match=r"layer 2 does not exist: the attention has 2 maps"):
+        to_circuitsvis(tokens, attention[:2], layer=2)
 
 
 @pytest.mark.parametrize("convert", [to_bertviz, to_circuitsvis])

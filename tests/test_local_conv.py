@@ -137,16 +137,18 @@ def test_bad_local_conv_settings_name_the_value_with_a_hint(bad) -> None:
     assert info.value.hint
 
 
-def test_old_configs_presets_and_bundled_runs_are_unchanged() -> None:
+def test_old_configs_and_the_seed_run_have_no_window_and_the_default_has_a_trained_one() -> None:
     old = ModelConfig().to_dict()
     del old["local_conv"], old["local_conv_kind"], old["local_conv_zero_init"]  # a run saved before the option
     assert ModelConfig.from_dict(old).local_conv == 0
-    for name in ("seed", "default"):
-        assert preset(name)[0].local_conv == 0
-    run = load_run(ROOT / "data" / "default_run")
-    assert run.model_config.local_conv == 0
-    model = run.model
-    assert model.local_conv is None
+    assert preset("seed")[0].local_conv == 0
+    seed_run = load_run(ROOT / "data" / "seed_run" / "100_epochs")  # saved before the option
+    assert seed_run.model_config.local_conv == 0 and seed_run.model.local_conv is None
+    default = preset("default")[0]  # issue 15: a 3-word residual window, started at 0
+    assert (default.local_conv, default.local_conv_kind, default.local_conv_zero_init) == (3, "residual", True)
+    run = load_run(ROOT / "data" / "default_run")  # re-made with that preset: its window was trained and saved
+    assert run.model_config.local_conv == 3 and isinstance(run.model.local_conv, LocalConv)
+    assert run.model.local_conv.conv.weight.abs().sum() > 0
 
 
 @pytest.mark.parametrize("kind", ["residual", "depthwise"])

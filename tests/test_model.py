@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from attention_core.embeddings import load_embeddings
 from attention_core.errors import ConfigError
@@ -391,12 +392,28 @@ def reference_forward(model: AttentionClassifier, ids: torch.Tensor, mask: torch
     elif model.cfg.positional == "learned":
         x = x + model.pos_embedding.weight[:t]
     x = model.drop(x)
+    cfg = model.cfg
+    if cfg.local_conv:  # a window of local_conv tokens, padding zeroed before and after: x (+) GELU(conv(x))
+        keep = mask[..., None].to(x.dtype)
+        x = x * keep
+        conv = model.local_conv.conv
+        groups = x.shape[-1] if cfg.local_conv_kind == "depthwise" else 1
+        window = F.conv1d(x.transpose(1, 2), conv.weight, conv.bias, padding=cfg.local_conv // 2, groups=groups)
+        window = F.gelu(window.transpose(1, 2))  # (B, T, D)
+        x = (window if cfg.local_conv_kind == "plain" else x + window) * keep
     weights = []
     for block in model.blocks:
         x, w = block(x, mask[:, None, None, :], True)
         weights.append(w)
-    pooled = model.drop(pool(model.final_norm(x), mask, model.cfg.pooling))
-    return model.head(pooled), torch.stack(weights)
+    x = model.final_norm(x)
+    if cfg.pooling == "attention":  # one learned query per head over the tokens; its row drawn for every query
+        query = model.pooling.query.expand(x.shape[0], 1, -1)
+        pooled, w = model.pooling.attn(query, x, mask[:, None, None, :])
+        pooled = pooled[:, 0]
+        weights.append(w.expand(-1, -1, x.shape[1], -1))
+    else:
+        pooled = pool(x, mask, cfg.pooling)
+    return model.head(model.drop(pooled)), torch.stack(weights)
 
 
 FORWARD_CONFIGS = {
@@ -406,6 +423,9 @@ FORWARD_CONFIGS = {
     "index positions": ModelConfig(**{**SMALL, "n_classes": 3, "positional": "index", "d_model": None, "n_heads": 3}),
     "max pooling": ModelConfig(**{**SMALL, "n_classes": 3, "pooling": "max"}),
     "dropout in eval": ModelConfig(**{**SMALL, "n_classes": 3, "dropout": 0.3}),
+    "attention pooling": ModelConfig(**{**SMALL, "n_classes": 3, "pooling": "attention"}),
+    "plain local conv": ModelConfig(**{**SMALL, "n_classes": 3, "local_conv": 3, "local_conv_kind": "plain"}),
+    "depthwise local conv": ModelConfig(**{**SMALL, "n_classes": 3, "local_conv": 5, "local_conv_kind": "depthwise"}),
 }
 
 
@@ -414,6 +434,10 @@ def test_forward_is_forward_features_of_embed_to_the_bit(name: str) -> None:
     torch.manual_seed(3)
     model = AttentionClassifier(FORWARD_CONFIGS[name], torch.randn(12, 8)).eval()
     g = torch.Generator().manual_seed(4)
+    if model.local_conv is not None:  # the default preset's window starts at 0: give it weights that show
+        with torch.no_grad():
+            model.local_conv.conv.weight.normal_(0, 0.3, generator=g)
+            model.local_conv.conv.bias.normal_(0, 0.3, generator=g)
     ids = torch.randint(1, 12, (3, 6), generator=g)
     ids[1, 4:], ids[2, 2:] = 0, 0  # padding
     ids[0, 3] = 12  # a word outside the run vocabulary, read from `extra`

@@ -25,7 +25,8 @@ def bundled() -> Run:
 
 
 def pooled_run(bundled: Run) -> Run:
-    """The bundled run with a pooling attention (its layers trained, the pooling query new), named "pooled"."""
+    """The bundled run as a model that pools by attention, named "pooled": the default preset's model
+    already does (its trained query is kept); one made without it would get a new pooling query."""
     import torch
 
     torch.manual_seed(0)
@@ -33,6 +34,18 @@ def pooled_run(bundled: Run) -> Run:
     model = AttentionClassifier(cfg).eval()
     model.load_state_dict(bundled.model.state_dict(), strict=False)
     return replace(bundled, model=model, model_config=cfg, name="pooled")
+
+
+def mean_run(bundled: Run) -> Run:
+    """The bundled run's layers with mean pooling instead of its pooling query, named "mean"."""
+    cfg = replace(bundled.model_config, pooling="mean")
+    model = AttentionClassifier(cfg).eval()
+    def without_query(state: dict) -> dict:
+        return {k: v for k, v in state.items() if not k.startswith("pooling.")}
+
+    model.load_state_dict(without_query(bundled.model.state_dict()))  # strict: every other weight is the bundled model's
+    snapshots = {epoch: without_query(state) for epoch, state in bundled.snapshots.items()}
+    return replace(bundled, model=model, model_config=cfg, name="mean", snapshots=snapshots)
 
 
 @pytest.fixture()
@@ -64,8 +77,10 @@ def test_a_model_names_its_maps_layers_then_the_pooling_attention():
 def test_the_cli_summary_names_the_map_it_reads(bundled, tmp_path, capsys):
     from attention_core import cli
 
-    assert cli.main(["predict", str(ROOT / "data" / "default_run"), "a fine phone"]) == 0
-    assert "Layer 2, the word each head attends to most:" in capsys.readouterr().err
+    save_run(mean_run(bundled), tmp_path / "mean")
+    assert cli.main(["predict", str(tmp_path / "mean"), "a fine phone"]) == 0
+    err = capsys.readouterr().err
+    assert "Layer 2, the word each head attends to most:" in err and "Pooling" not in err
     save_run(pooled_run(bundled), tmp_path / "pooled")
     assert cli.main(["predict", str(tmp_path / "pooled"), "a fine phone", "--knock-out", "3.2"]) == 0
     err = capsys.readouterr().err
@@ -188,8 +203,9 @@ def test_home_s_address_layer_after_the_last_layer_opens_the_pooling_map(pooled)
     assert at.query_params["layer"] in ("3", ["3"])  # (a list in some Streamlit versions)
 
 
-def test_home_with_a_mean_pooling_model_has_layers_only(runs_dir):
-    at = app().run()
+def test_home_with_a_mean_pooling_model_has_layers_only(bundled, runs_dir):
+    save_run(mean_run(bundled), runs_dir / "mean")
+    at = app(run="mean").run()
     assert not at.exception
     assert at.radio(key="home_layer").options == ["Layer 1", "Layer 2"]
     assert "**Pooling** map" not in " ".join(m.value for m in at.markdown)

@@ -198,16 +198,22 @@ def test_a_run_with_the_new_options_saves_and_loads(ds, emb, tmp_path):
         assert len(a.attention) == NEW_OPTIONS.n_layers + 1  # the pooling query's map comes last
 
 
-@pytest.mark.parametrize("name", ["default_run", "seed_run"])
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "data" / "seed_run").iterdir() if p.is_dir()))
 def test_bundled_runs_made_before_the_new_options_still_load(name):
-    folder = ROOT / "data" / name
-    folder = folder if (folder / "run.json").is_file() or not any(folder.glob("*/")) else next(
-        p for p in sorted(folder.iterdir()) if p.is_dir())
-    run = load_run(folder)
+    run = load_run(ROOT / "data" / "seed_run" / name)
     assert run.model_config.word_dropout == 0.0 and run.model_config.embedding_dropout == 0.0
     assert run.train_config.patience is None and run.train_config.lr_schedule == "constant"
     p = run.predict("what a great film")
     assert len(p.attention) == run.model_config.n_layers
+
+
+def test_the_bundled_default_run_is_made_with_the_new_options():
+    run = load_run(ROOT / "data" / "default_run")  # the default preset of issue 15
+    assert run.model_config.word_dropout == 0.1 and run.model_config.embedding_dropout == 0.1
+    assert run.train_config.patience == 4 and run.train_config.label_smoothing == 0.1
+    assert run.train_config.sampling == "auto" and run.model_config.pooling == "attention"
+    p = run.predict("what a great film")
+    assert len(p.attention) == run.model_config.n_layers + 1  # the pooling query's map comes last
 
 
 def test_epoch_rows_shuffle_is_a_permutation_and_same_generator_same_rows() -> None:

@@ -56,6 +56,15 @@ def test_a_layer_is_counted_from_one_and_a_head_may_be_the_average():
         head.parse("9")
 
 
+def test_a_model_that_pools_by_attention_counts_its_layers_and_the_pooling_map_apart():
+    assert view_link.layers_said(2, 2) == "2 layers" and view_link.layers_said(1, 1) == "1 layer"
+    assert view_link.layers_said(1, 2) == "1 layer and a pooling attention as layer 2"
+    layer = view_link.number("layer", "k_layer", 3, 0, what="layer", said=view_link.layers_said(2, 3))
+    assert layer.parse("3") == 2
+    with pytest.raises(BadParam, match=r"^this model has 2 layers and a pooling attention as layer 3 — use 1–3$"):
+        layer.parse("4")
+
+
 def test_a_choice_takes_its_slugs_only():
     tab = view_link.choice("tab", "k_tab", {"sentence": "One sentence", "heads": "Head knock-out"}, "sentence")
     assert tab.parse("heads") == "Head knock-out" and tab.show("Head knock-out") == "heads"
@@ -127,7 +136,7 @@ def test_home_with_defaults_keeps_the_address_empty_and_a_change_goes_into_it(ru
 
 @pytest.mark.parametrize(("param", "value", "why"), [
     ("head", "9", "this model has 4 heads"),
-    ("layer", "0", "this model has 2 layers"),
+    ("layer", "0", "this model has 2 layers and a pooling attention as layer 3 — use 1–3"),  # 3 maps, 2 layers
     ("sentence", "x" * 10_000, "10,000 characters long"),
     ("sentence", "<img src=x onerror=alert(1)>", "markup"),
     ("run", "gone-run", "no run named 'gone-run'"),
@@ -256,9 +265,16 @@ def test_inspect_opens_a_validation_row_and_a_wrong_one_falls_back(runs_dir):
     assert wrong.radio(key="inspect_source").value == "Type a sentence" and query(wrong) == {}
 
 
+def test_inspect_names_the_pooling_map_when_a_layer_is_out_of_range(runs_dir):
+    at = visit("pages/2_Inspect.py", layer="4")
+    (notice,) = notices(at)
+    assert "`layer=4` was left out: this model has 2 layers and a pooling attention as layer 3 — use 1–3" in notice
+    assert at.selectbox(key="inspect_layer").value == 2 and "layer" not in query(at)  # the last map, the default
+
+
 def test_an_epoch_the_time_lapse_does_not_have_says_so_and_opens_on_the_last(runs_dir):
-    at = visit("pages/2_Inspect.py", tab="time-lapse", epoch="7")
-    assert any("epoch 7 is not one of this time-lapse's" in c.value for c in at.caption)
+    at = visit("pages/2_Inspect.py", tab="time-lapse", epoch="6")  # the bundled run keeps epochs 0, 2, 5, 7, 8, 10, 12
+    assert any("epoch 6 is not one of this time-lapse's" in c.value for c in at.caption)
     assert chart(at, "inspect_time_lapse")["layout"]["sliders"][0]["active"] > 0
 
 

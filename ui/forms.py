@@ -8,7 +8,7 @@ from dataclasses import replace
 import streamlit as st
 
 from attention_core import ModelConfig, TrainConfig, preset
-from attention_core.model import POOLING, POSITIONAL
+from attention_core.model import MAX_LOCAL_CONV, POOLING, POSITIONAL
 from attention_core.presets import DEFAULT, PRESETS
 from attention_core.training import KEEP_BY, LR_SCHEDULES, MAX_SNAPSHOTS, OPTIMIZERS, SAMPLINGS
 from ui import view_link
@@ -100,6 +100,13 @@ def hyperparameter_form(default_probe: str, data_name: str, *, on_start: Callabl
             c4.selectbox("Keep the epoch by", KEEP_BY, **k("keep", train.keep_by, KEEP_BY), disabled=not custom,
                          help="The validation figure that picks the kept epoch, and that patience waits on: the loss, "
                          "or macro-F1 (every class counts the same).")
+            windows = [0, *range(3, MAX_LOCAL_CONV + 1, 2)]
+            c1, *_ = st.columns(4)
+            c1.selectbox("Word window", windows, **k("window", model.local_conv, windows), disabled=not custom,
+                         format_func=lambda w: "off" if w == 0 else f"{w} words",
+                         help="Before attention, each word's vector is mixed with its neighbours' (a window of this "
+                         "many words, like a bigram or trigram): the maps still have a row and a column per word, "
+                         "but each word's vector also carries its neighbours.")
         c1, c2, c3, c4 = st.columns([2, 1, 1, 1.6])
         c1.text_input("Probe sentence (attention recorded every epoch)", **k("probe", default_probe))
         c2.number_input("Time budget (s, 0 = none)", 0, 3600, **k("budget", int(train.time_budget or 0)))
@@ -131,7 +138,8 @@ def form_settings(data_name: str) -> tuple[str, ModelConfig, TrainConfig, str]:
         model = replace(model, n_layers=int(v("layers")), n_heads=int(v("heads")), d_model=int(v("dmodel")),
                         positional=v("pos"), pooling=v("pool"), dropout=float(v("drop")), residual=block,
                         layer_norm=block, feed_forward=block, freeze_embeddings=v("femb"), freeze_head=v("fhead"),
-                        word_dropout=float(v("wdrop")), embedding_dropout=float(v("edrop")))
+                        word_dropout=float(v("wdrop")), embedding_dropout=float(v("edrop")),
+                        local_conv=int(v("window")))
         train = replace(train, label_smoothing=float(v("smooth")), lr_schedule=v("sched"),
                         patience=int(v("patience")) or None, weight_decay=float(v("wd")), sampling=v("sampling"),
                         keep_by=v("keep"))

@@ -85,7 +85,8 @@ def home() -> None:
         st.caption(f"**{name}** · {size} · labels: {', '.join(labels)} · embeddings: {embeddings}")
     n_maps = len(layer_names)
     head_options = ["Average of heads"] + [f"Head {h + 1}" for h in range(n_heads)]
-    link.add(view_link.number("layer", "home_layer", n_maps, layer_names[0], what="layer", value=layer_names.__getitem__),
+    link.add(view_link.number("layer", "home_layer", n_maps, layer_names[0], what="layer", value=layer_names.__getitem__,
+                              said=view_link.layers_said(n_layers, n_maps)),
              view_link.number("head", "home_head", n_heads, head_options[0], what="head", extra={"avg": head_options[0]},
                               value=lambda h: head_options[h + 1]))
     link.write()

@@ -67,8 +67,8 @@ def view_params(run: Run, path: Path) -> list[view_link.Param]:
             raise view_link.BadParam("an epoch is a whole number", "e.g. epoch=0 (before training)")
         return int(text)
 
-    def layer_and_head(name: str, what: str, count: int, default: int, extra: dict) -> view_link.Param:
-        zoom, replay = (view_link.number(name, f"{prefix}_{name}", count, default, what=what, extra=extra)
+    def layer_and_head(name: str, what: str, count: int, default: int, extra: dict, said: str | None = None) -> view_link.Param:
+        zoom, replay = (view_link.number(name, f"{prefix}_{name}", count, default, what=what, extra=extra, said=said)
                         for prefix in ("inspect", "inspect_tl"))
         return view_link.Param(name, lambda: (replay if on_time_lapse() else zoom).get(),
                                lambda value: (zoom.put(value), replay.put(value)), zoom.parse, zoom.show, default)
@@ -81,7 +81,7 @@ def view_params(run: Run, path: Path) -> list[view_link.Param]:
         view_link.choice("tab", "inspect_tab", TABS, "model-view"),
         view_link.choice("method", "inspect_method", {m.replace("_", "-"): m for m in SALIENCY_METHODS},
                          SALIENCY_METHODS[0].replace("_", "-"), what="saliency method"),
-        layer_and_head("layer", "layer", n_layers, n_layers - 1, {}),
+        layer_and_head("layer", "layer", n_layers, n_layers - 1, {}, view_link.layers_said(run.model_config.n_layers, n_layers)),
         layer_and_head("head", "head", n_heads, n_heads, {"avg": n_heads}),
         view_link.Param("epoch", lambda: state.current("inspect_tl_epoch"), lambda e: state.put("inspect_tl_epoch", e),
                         parse_epoch, str, None, written=on_time_lapse),

@@ -338,6 +338,8 @@ def ending(snap: JobSnapshot, time_budget: float | None) -> str:
     how = {"stopped": f"Training stopped after {epochs}.",
            "time budget": f"Training reached its time budget of {time_budget or 0:g} s after {epochs}."}
     sentence = how.get(snap.state, f"Training finished: {epochs}.")
+    if snap.state == "finished" and trained < planned and snap.message:  # ended by its patience: say why
+        sentence += f" {snap.message[0].upper()}{snap.message[1:]}."
     if snap.run_path is None:
         return sentence.replace(f"after {epochs}", "before its first epoch ended") + " There is nothing to save."
     gone = "" if snap.run_path.is_dir() else " (deleted since)"

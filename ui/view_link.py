@@ -243,21 +243,36 @@ def choice(name: str, key: str, values: Mapping[str, object], default: str, *, w
 
 
 def number(name: str, key: str, count: int, default: object, *, what: str,
-           extra: Mapping[str, object] | None = None, value: Callable[[int], object] = lambda i: i) -> Param:
+           extra: Mapping[str, object] | None = None, value: Callable[[int], object] = lambda i: i,
+           said: str | None = None) -> Param:
     """A parameter counted from 1 in the address (a layer, a head): the widget's value for ``i``
-    (counted from 0) is ``value(i)``; ``extra`` names other values (``{"avg": …}``: the average of the heads)."""
+    (counted from 0) is ``value(i)``; ``extra`` names other values (``{"avg": …}``: the average of the heads).
+    A bad value's notice says "this model has ``said``" (default: ``count`` ``what``\ s; for a layer,
+    :func:`layers_said`)."""
     names = {str(i + 1): value(i) for i in range(count)} | dict(extra or {})
     hint = f"use 1–{count}" + "".join(f" or {k}" for k in extra or {})
-    plural = what + ("s" if count != 1 else "")
+    said = said or f"{count} {what}" + ("s" if count != 1 else "")
 
     def parse(text: str) -> object:
         if text.strip().lower() not in names:
-            raise BadParam(f"this model has {count} {plural}", hint)
+            raise BadParam(f"this model has {said}", hint)
         return names[text.strip().lower()]
 
     shown = {v: k for k, v in names.items()}
     return Param(name, state_getter(key, default, list(names.values())), state_putter(key), parse,
                  lambda v: shown[v], default)
+
+
+def layers_said(n_layers: int, n_maps: int) -> str:
+    """A model's attention maps as a notice counts them: its layers, and the pooling attention's map
+    (``ModelConfig.map_names``: it comes last, so ``layer=`` takes it as one more number).
+
+    Example:
+        >>> layers_said(2, 3)
+        '2 layers and a pooling attention as layer 3'
+    """
+    layers = f"{n_layers} layer" + ("s" if n_layers != 1 else "")
+    return layers if n_maps == n_layers else f"{layers} and a pooling attention as layer {n_maps}"
 
 
 def tabs(key: str, labels: Sequence[str]) -> Sequence:

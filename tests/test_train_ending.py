@@ -1,0 +1,58 @@
+"""The Train page's sentence on how a training ended (ui.train_views.ending), from a real training's history.
+
+The default preset stops by patience (issue 15): a learner who asked for 40 epochs and got 9 is told why.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from attention_core import ModelConfig, TrainConfig, Trainer, dataset_from_lists, load_embeddings
+from attention_core.training import History
+from runner.jobs import JobSnapshot
+from ui.train_views import ending
+
+POS = ["a great movie", "i love it", "wonderful and fun", "the best food ever", "really good service", "so happy"]
+NEG = ["a terrible movie", "i hate it", "awful and boring", "the worst food ever", "really bad service", "so sad"]
+MODEL = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32, pooling="attention", local_conv=3)
+
+
+@pytest.fixture(scope="module")
+def train():
+    emb, ds = load_embeddings(), dataset_from_lists((POS + NEG) * 3, (["pos"] * 6 + ["neg"] * 6) * 3)
+    return lambda **options: Trainer(MODEL, TrainConfig(batch_size=4, lr=0.05, val_fraction=0.34, **options), ds,
+                                     emb).run().history
+
+
+def snapshot(history: History, planned: int, run_path: Path) -> JobSnapshot:
+    """What the job reports once its training has ended and its run is saved (in ``run_path``)."""
+    run_path.mkdir()
+    n = len(history.epochs)
+    return JobSnapshot(history.status, n, planned, 0, 0, 0.0, 0.0, None, history.epochs, [], None, history.message,
+                       run_path, True)
+
+
+def test_a_training_ended_by_its_patience_says_so_and_why(train, tmp_path):
+    history = train(epochs=200, patience=2)
+    trained = len(history.epochs)
+    assert history.status == "finished" and trained < 200  # the precondition: patience ended it
+    said = ending(snapshot(history, 200, tmp_path / "early"), None)
+    assert said == (f"Training finished: {trained} of 200 epochs. Stopped early after epoch {trained}: validation loss "
+                    f"has not improved for 2 epochs (best at epoch {history.kept_epoch}). Saved as run `early`.")
+
+
+def test_a_training_that_ran_all_its_epochs_gives_no_reason(train, tmp_path):
+    history = train(epochs=3, patience=3)  # too few epochs for a patience of 3 to end it
+    assert (history.status, len(history.epochs), history.message) == ("finished", 3, "")
+    assert ending(snapshot(history, 3, tmp_path / "full"), None) == "Training finished: all 3 epochs. Saved as run `full`."
+
+
+def test_a_stopped_training_is_told_as_before(train, tmp_path):
+    history = train(epochs=2)
+    history.status, history.message = "stopped", "stopped by the user after 2 epoch(s)"
+    said = ending(snapshot(history, 50, tmp_path / "mine"), None)
+    assert said == "Training stopped after 2 of 50 epochs. Saved as run `mine`."
+    assert not re.search("(?i)stopped by the user|patience|improved", said)
