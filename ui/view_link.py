@@ -247,7 +247,7 @@ def number(name: str, key: str, count: int, default: object, *, what: str,
            said: str | None = None) -> Param:
     """A parameter counted from 1 in the address (a layer, a head): the widget's value for ``i``
     (counted from 0) is ``value(i)``; ``extra`` names other values (``{"avg": …}``: the average of the heads).
-    A bad value's notice says "this model has ``said``" (default: ``count`` ``what``\ s; for a layer,
+    A bad value's notice says "this model has ``said``" (default: ``count`` and ``what``, plural past one; for a layer,
     :func:`layers_said`)."""
     names = {str(i + 1): value(i) for i in range(count)} | dict(extra or {})
     hint = f"use 1–{count}" + "".join(f" or {k}" for k in extra or {})
