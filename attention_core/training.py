@@ -37,6 +37,7 @@ LR_SCHEDULES = ("constant", "linear", "cosine")
 SAMPLINGS = ("shuffle", "sqrt", "balanced", "auto")
 SKEWED_SHARE = 0.5  # sampling="auto" balances when the rarest class has under this share of an equal split's rows
 KEEP_BY = ("loss", "macro_f1")
+KEPT_BY_WORDS = {"loss": "the lowest validation loss", "macro_f1": "the highest validation macro-F1"}  # for each KEEP_BY
 MAX_PROBE_RECORDS = 100  # attention snapshots per probe sentence kept in the history
 MAX_SNAPSHOTS = 50  # weight snapshots a run may keep (each ~0.65 MB for the default model)
 CHECK_ROWS = 5_000  # rows check_settings tokenizes to see how much text the word vectors know (~0.1 s)

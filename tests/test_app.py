@@ -131,6 +131,8 @@ def test_tiny_training_flow_completes_and_saves_a_run(runs_dir):
     assert saved.train_config.snapshots == 2  # the form's time-lapse moments: epochs 0 and 3, and the best one
     assert {0, 3} <= set(saved.snapshots) <= {0, 3, saved.history.kept_epoch}
     assert any(s.value.startswith("Training finished") for s in at.success)
+    # the kept model is said to be the one the run kept it by (keep_by=macro_f1 above), not by its loss
+    assert any("the one with the highest validation macro-F1" in c.value for c in at.caption)
     assert any(m.label == "Validation accuracy" for m in at.metric)
     assert at.get("download_button")
     curves = live_chart(at, "train_live_curves_chart")  # the live chart, now with the whole run

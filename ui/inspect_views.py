@@ -18,6 +18,7 @@ from attention_core.export import attention_csv, file_stem
 from attention_core.metrics import spearman
 from attention_core.model import ModelConfig
 from attention_core.runs import run_stamp
+from attention_core.training import KEPT_BY_WORDS
 from ui import figures, state, view_link
 from ui.common import EXAMPLES, get_run, run_choices
 from ui.state import kept, kept_in_state
@@ -339,7 +340,8 @@ def time_lapse(run: Run, path: Path, text: str, n_heads: int) -> None:
     if model_epoch is not None:
         where = (f"epoch {model_epoch} (★) is that model" if model_epoch in epochs else
                  "its predictions elsewhere on this page can differ from the epochs here")
-        why = " (lowest validation loss)" if run.history.epochs[-1].val_loss is not None else " (the last)"
+        why = (f" ({KEPT_BY_WORDS[run.train_config.keep_by].removeprefix('the ')})"
+               if run.history.epochs[-1].val_loss is not None else " (the last)")
         notes.append(f"The run's model has the weights of epoch {model_epoch}{why}: {where}.")
     st.caption(" ".join(notes))
 

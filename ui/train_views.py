@@ -27,7 +27,7 @@ from attention_core.runs import (
     safe_name,
     zip_unpacked_size,
 )
-from attention_core.training import History, metrics_from_probabilities
+from attention_core.training import KEPT_BY_WORDS, History, metrics_from_probabilities
 from runner import jobs
 from runner.jobs import JobSnapshot, TrainingJob
 from runner.queue import ordinal
@@ -315,7 +315,7 @@ def results(run: Run, run_path: Path | None, probs: np.ndarray | None = None) ->
         c1.metric("Validation accuracy", f"{m.accuracy:.1%}", help=f"Of the kept model ({kept}).")
         c2.metric("Macro F1", f"{m.macro_f1:.3f}")
         c3.metric("Validation rows", m.n)
-        st.caption(f"**Kept model: {kept}**, the one with the lowest validation loss; the figures below are its "
+        st.caption(f"**Kept model: {kept}**, the one with {KEPT_BY_WORDS[run.train_config.keep_by]}; the figures below are its "
                    "own. " + (accuracy_note(int(np.trace(np.asarray(m.confusion))), m.n) if m.n else ""))
         a, b = st.columns(2)
         a.plotly_chart(figures.confusion_heatmap(m.confusion, m.labels), key="train_confusion")
