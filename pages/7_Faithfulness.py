@@ -11,14 +11,16 @@ from ui.common import EXAMPLES, kept, page_setup, sidebar_run
 
 page_setup("Faithfulness", "⚖️")
 st.title("Is attention an explanation?")
-st.caption(
-    "Attention shows where the model looked. Here you test whether that is why it decided: score every word with "
-    "seven methods, erase the words each one ranks highest, switch heads off, and do the same over a whole run."
-)
+intro = st.empty()  # says how many methods the model picked below has
 
 link = view_link.ViewLink("Faithfulness")  # ?run=…&sentence=…&tab=…&off=1.2,2.4&mode=…
 link.add(view_link.run())
 path, run = sidebar_run("faith_run")
+intro.caption(
+    "Attention shows where the model looked. Here you test whether that is why it decided: score every word with "
+    f"{views.method_count(run)} methods, erase the words each one ranks highest, switch heads off, and do the same "
+    "over a whole run."
+)
 link.add(*views.view_params(run, EXAMPLES[0]))
 link.write()
 

@@ -165,6 +165,7 @@ def test_a_pooling_attention_is_a_method_and_its_heads_can_be_knocked_out(bundle
     at = page()
     assert not at.exception and not at.error
     assert "Pooling attention" in chart(at, "faith_scores")["data"][0]["y"]
+    assert "score every word with 8 methods" in at.caption[0].value  # the intro counts this model's methods
     heads = at.multiselect(key="faith_heads")
     assert heads.options[-4:] == ["3.1", "3.2", "3.3", "3.4"]  # layer 3: the pooling query's heads
     heads.set_value(["3.1", "3.2", "3.3", "3.4"]).run()
@@ -179,6 +180,7 @@ def test_a_pooling_attention_is_a_method_and_its_heads_can_be_knocked_out(bundle
     at.selectbox(key="faith_run").set_value("mean-pooled").run()  # 2 layers and mean pooling
     assert not at.exception and not at.error
     assert at.multiselect(key="faith_heads").options[-1] == "2.4"
+    assert "score every word with 7 methods" in at.caption[0].value  # no pooling attention, one method fewer
     assert at.multiselect(key="faith_heads").value == []  # its heads 3.x do not exist there: none kept, no error
     assert bars(at, "faith_ko_probs") == pytest.approx(bars(at, "faith_plain_probs"), abs=1e-12)
 

@@ -21,6 +21,7 @@ from attention_core.faithfulness import (
     Progress,
     RunReport,
     SentenceLab,
+    available_methods,
     head_name,
     knock_out,
     run_report,
@@ -45,6 +46,10 @@ MODE_TEACHES = {
 REPORTS_KEPT = 8  # whole-run reports kept by the server (each a few KB)
 TABS = {"sentence": "One sentence", "heads": "Head knock-out", "run": "The whole run"}  # the address's tab → its label
 
+
+def method_count(run: Run) -> int:
+    """How many importance methods the run's model has (a pooling attention is one more)."""
+    return len(available_methods(run.model))
 
 def view_params(run: Run, default_text: str) -> list[view_link.Param]:
     """What defines the page's view in the address: sentence, tab, off (the heads switched off, e.g.
