@@ -10,17 +10,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, load_run, save_run
+from attention_core import ModelConfig, Run, TrainConfig, Trainer, load_embeddings, load_run, save_run
 from attention_core.errors import ConfigError
 from attention_core.model import AttentionClassifier, LocalConv
 from attention_core.presets import preset
+from tests.tiny_data import tiny_sentiment
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"vocab_size": 12, "embedding_dim": 8, "n_layers": 2, "n_heads": 2, "d_model": 8, "d_ff": 16, "max_len": 16,
          "n_classes": 3, "pooling": "attention"}
 KINDS = ["residual", "plain", "depthwise"]
-POS = ["a great movie", "i love it", "wonderful and fun", "the best food ever", "really good service", "so happy"]
-NEG = ["a terrible movie", "i hate it", "awful and boring", "the worst food ever", "really bad service", "so sad"]
 CONV = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32, dropout=0.1, pooling="attention", local_conv=3,
                    word_dropout=0.1, embedding_dropout=0.1)
 
@@ -38,7 +37,7 @@ def emb():
 
 @pytest.fixture(scope="module")
 def ds():
-    return dataset_from_lists((POS + NEG) * 3, (["pos"] * 6 + ["neg"] * 6) * 3)
+    return tiny_sentiment()
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -280,13 +280,11 @@ def test_a_bundled_model_that_pools_by_attention_shows_its_pooling_map_on_a_cold
 def test_train_s_live_probe_map_of_a_pooling_model_is_its_one_row(runs_dir):
     # The Train page's probe map is the model's last map: for a model that pools by attention, the
     # pooling row, named so (it drew T identical rows titled "last layer").
+    from tests.test_train_page import fill_small_training
+
     at = AppTest.from_file(str(ROOT / "pages" / "1_Train.py"), default_timeout=120).run()
-    at.radio(key="train_source").set_value(at.radio(key="train_source").options[1]).run()  # small.csv
-    at.radio(key="train_preset").set_value("Custom").run()
-    at.number_input(key="train_default_c_epochs").set_value(2)
-    at.number_input(key="train_default_c_layers").set_value(1)
+    fill_small_training(at, 2, "pooled probe")
     at.selectbox(key="train_default_c_pool").set_value("attention")
-    at.text_input(key="train_default_c_name_small.csv").set_value("pooled probe")
     at.button[0].click().run()
     job = at.session_state["train_job"]
     job.join(120)

@@ -16,11 +16,10 @@ from attention_core.errors import ConfigError
 from attention_core.metrics import classification_metrics
 from attention_core.model import AttentionClassifier
 from attention_core.training import EpochRecord, History, epoch_rows, lr_factor, resolved_sampling
+from tests.tiny_data import NEG, POS, tiny_sentiment
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"vocab_size": 12, "embedding_dim": 8, "n_layers": 2, "n_heads": 2, "d_model": 8, "d_ff": 16, "max_len": 16}
-POS = ["a great movie", "i love it", "wonderful and fun", "the best food ever", "really good service", "so happy"]
-NEG = ["a terrible movie", "i hate it", "awful and boring", "the worst food ever", "really bad service", "so sad"]
 NEW_OPTIONS = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32, dropout=0.1, pooling="attention",
                           embedding_dropout=0.1, word_dropout=0.1)
 NEW_TRAINING = {"label_smoothing": 0.1, "lr_schedule": "cosine", "warmup": 0.1, "patience": 2, "embedding_lr": 0.5,
@@ -40,7 +39,7 @@ def emb():
 
 @pytest.fixture(scope="module")
 def ds():
-    return dataset_from_lists((POS + NEG) * 3, (["pos"] * 6 + ["neg"] * 6) * 3)
+    return tiny_sentiment()
 
 
 def test_attention_pooling_map_is_the_last_of_the_stack_and_ignores_padding() -> None:

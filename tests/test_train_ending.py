@@ -10,19 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from attention_core import ModelConfig, TrainConfig, Trainer, dataset_from_lists, load_embeddings
+from attention_core import ModelConfig, TrainConfig, Trainer, load_embeddings
 from attention_core.training import History
 from runner.jobs import JobSnapshot
+from tests.tiny_data import tiny_sentiment
 from ui.train_views import ending
 
-POS = ["a great movie", "i love it", "wonderful and fun", "the best food ever", "really good service", "so happy"]
-NEG = ["a terrible movie", "i hate it", "awful and boring", "the worst food ever", "really bad service", "so sad"]
 MODEL = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32, pooling="attention", local_conv=3)
 
 
 @pytest.fixture(scope="module")
 def train():
-    emb, ds = load_embeddings(), dataset_from_lists((POS + NEG) * 3, (["pos"] * 6 + ["neg"] * 6) * 3)
+    emb, ds = load_embeddings(), tiny_sentiment()
     return lambda **options: Trainer(MODEL, TrainConfig(batch_size=4, lr=0.05, val_fraction=0.34, **options), ds,
                                      emb).run().history
 

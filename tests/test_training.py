@@ -12,9 +12,8 @@ import torch
 from attention_core import ModelConfig, TextDataset, TrainConfig, Trainer, dataset_from_lists, load_embeddings, preset
 from attention_core.errors import ConfigError, DataError
 from attention_core.training import TrainerSpec, check_settings
+from tests.tiny_data import NEG, POS
 
-POS = ["a great movie", "i love it", "wonderful and fun", "the best food ever", "really good service", "so happy"]
-NEG = ["a terrible movie", "i hate it", "awful and boring", "the worst food ever", "really bad service", "so sad"]
 TINY = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32, dropout=0.0)
 
 
