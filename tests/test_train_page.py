@@ -58,7 +58,8 @@ def test_results_and_runs_list_give_the_kept_models_accuracy_and_say_which_epoch
     assert not at.exception
     assert {m.label: m.value for m in at.metric}["Validation accuracy"] == "88.2%"
     caption = next(c.value for c in at.caption if "Kept model" in c.value)
-    assert "**Kept model: epoch 8 of 12 (40 planned)**" in caption and "lowest validation loss" in caption
+    assert "**Kept model: epoch 8 (stopped by patience 4 after 12 of 40 planned epochs)**" in caption
+    assert "lowest validation loss" in caption
 
     shutil.copytree(BUNDLED, runs_dir / "bundled-copy")
     row = runs_list(train_page())["bundled-copy"]
