@@ -94,7 +94,7 @@ def test_quiz_and_knock_out_messages_name_the_pooling_attention(bundled):
     from attention_core.quiz import questions
 
     run = pooled_run(bundled)
-    with pytest.raises(ConfigError, match=r"layers 1–3 \(layer 3: the pooling attention\)"):
+    with pytest.raises(ConfigError, match=r"in layers 1–2 and in the pooling attention: .* \(pooling\.1 is also 3\.1\)"):
         parse_heads("4.1", run.model_config)
     qs = questions(run, "the food was not good at all", np.random.default_rng(0))
     knock = [q for q in qs if q.kind == "knock_out"]
