@@ -79,7 +79,8 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     pr.add_argument("text", help="the sentence")
     pr.add_argument("--embeddings", metavar="FILE", help="word-vector file, if the run's has moved")
     pr.add_argument("--knock-out", metavar="HEADS", nargs="?", const="", default="",
-                    help="heads to switch off, as layer.head from 1, e.g. 1.2,2.4 (empty: none, the plain prediction)")
+                    help="heads to switch off, as layer.head from 1, e.g. 1.2,2.4, and a pooling attention's as "
+                         "pooling.head, e.g. pooling.1 (empty: none, the plain prediction)")
     _knock_out_mode_argument(pr)
     _workspace_arguments(pr)
 
@@ -261,7 +262,8 @@ def _predict(args: argparse.Namespace) -> dict:
                              map_name=run.model_config.map_names()[last]), file=sys.stderr)
     if not heads:
         return prediction.to_dict()
-    return {**prediction.to_dict(), "knocked_out": [head_name(*hd) for hd in heads], "knock_out_mode": args.knock_out_mode}
+    return {**prediction.to_dict(), "knocked_out": [head_name(*hd, run.model_config) for hd in heads],
+            "knock_out_mode": args.knock_out_mode}
 
 
 def _lab_run(args: argparse.Namespace):

@@ -8,6 +8,8 @@ words *mattered* for the prediction. This module puts two kinds of evidence side
   max/min), the residual connection is modelled as 0.5·A + 0.5·I, rows are renormalised,
   and the layers are multiplied from the first layer up: rollout = Â_L · … · Â_1. Row i of
   the result says how much of token i's final representation flows from each input token.
+  A pooling attention is not one of these layers: its row (no residual path around it) times
+  the rollout says how much of each input token reaches the pooled vector, read by the label.
 * **Gradient saliency** of a class's log-probability w.r.t. the input word vectors:
   gradient × input (Shrikumar et al., 2016; Baehrens et al., 2010 for plain gradients),
   integrated gradients (Sundararajan, Taly & Yan, 2017, "Axiomatic Attribution for Deep
@@ -38,7 +40,7 @@ import torch
 from torch import Tensor
 
 from attention_core.encoding import Batch
-from attention_core.model import AttentionClassifier
+from attention_core.model import AttentionClassifier, ModelConfig
 from attention_core.sentence import run_sentence
 
 if TYPE_CHECKING:  # runs.py may one day import this module
@@ -48,7 +50,7 @@ HEAD_FUSIONS = ("mean", "max", "min")
 SALIENCY_METHODS = ("grad_x_input", "integrated_gradients", "grad_norm")
 
 __all__ = [
-    "HEAD_FUSIONS", "SALIENCY_METHODS", "Explanation", "attention_rollout", "explain",
+    "HEAD_FUSIONS", "SALIENCY_METHODS", "Explanation", "attention_rollout", "explain", "rollout_maps",
     "feature_saliency", "token_saliency", "top_k_mask",
 ]
 
@@ -116,6 +118,20 @@ def attention_rollout(
     for layer in fused[1:]:
         rollout = layer @ rollout  # Â_l · (Â_{l-1} · … · Â_1)
     return rollout if batched else rollout[0]
+
+
+def rollout_maps(cfg: ModelConfig, *, pooling: bool = True) -> str:
+    """The maps that :func:`explain`'s rollout multiplies, in words from ``cfg.map_names()``: "layer 1",
+    "layers 1–2", and with ``pooling`` a pooling attention's too, "layers 1–2 and the pooling attention"
+    (``Explanation.attention_to_token``).
+
+    Example:
+        >>> rollout_maps(ModelConfig(n_layers=2, pooling="attention"))
+        'layers 1–2 and the pooling attention'
+    """
+    names = cfg.map_names()
+    words = names[0].lower() if cfg.n_layers == 1 else f"layers 1–{cfg.n_layers}"
+    return words + "".join(f" and the {name.lower()} attention" for name in names[cfg.n_layers :] if pooling)
 
 
 # --- gradient saliency -----------------------------------------------------------------------
@@ -269,11 +285,13 @@ class Explanation:
     probabilities: dict[str, float]
     attention: Tensor  # (L, H, T, T) every layer's and head's weights
     head_average: Tensor  # (L, T, T) mean over heads
-    rollout: Tensor  # (T, T) attention rollout
+    rollout: Tensor  # (T, T) attention rollout over the self-attention layers
     saliency: Tensor  # (T,) gradient saliency of the target class's log-probability
     saliency_method: str
     input_features: np.ndarray  # (T, input_dim) the model's input; the seed's last column is the position index
-    attention_to_token: Tensor  # (T,) rollout averaged over query rows; sums to 1
+    # (T,) how much of each token reaches the pooled vector: a pooling attention's row times the rollout, or
+    # (other pooling) the rollout's rows averaged; sums to 1
+    attention_to_token: Tensor
     notes: list[str]
 
     def to_dict(self) -> dict:
@@ -331,10 +349,15 @@ def explain(
     cls = predicted if target is None else target
     mask = torch.ones(features.shape[:1], dtype=torch.bool, device=features.device)  # one sentence: no padding
     saliency = feature_saliency(model, features[None], mask[None], cls, method, steps)
-    attention = seen.attention.detach().cpu()  # (L, H, T, T)
+    attention = seen.attention.detach().cpu()  # (L, H, T, T), or (L + 1, H, T, T) with a pooling attention's map last
+    n_layers = model.cfg.n_layers
     rollout = attention_rollout(
-        attention, residual=model.cfg.residual if residual is None else residual, head_fusion=head_fusion
-    )
+        attention[:n_layers], residual=model.cfg.residual if residual is None else residual, head_fusion=head_fusion
+    )  # (T, T)
+    if attention.shape[0] > n_layers:  # its one row (drawn T times), heads fused; no residual path around it
+        to_token = attention_rollout(attention[n_layers:], residual=False, head_fusion=head_fusion)[0] @ rollout
+    else:
+        to_token = rollout.mean(dim=0)
     return Explanation(
         text=text,
         tokens=list(enc.tokens),
@@ -348,6 +371,6 @@ def explain(
         saliency=saliency.cpu(),
         saliency_method=method,
         input_features=features.detach().cpu().numpy(),
-        attention_to_token=rollout.mean(dim=0),
+        attention_to_token=to_token,
         notes=enc.notes,
     )

@@ -206,6 +206,21 @@ class History:
         return cls(**{k: v for k, v in data.items() if k in {f.name for f in fields(cls)}})
 
 
+def patience_stop(status: str, epochs_trained: int, train_config: TrainConfig) -> str:
+    """That a run's patience ended it, in a few words; "" for a run that its patience did not end.
+
+    A run that finished before its planned last epoch was ended by its patience (a Stop, the time
+    budget or a divergence give it another status). The trainer's ``History.message`` says why.
+
+    Example:
+        >>> patience_stop("finished", 12, TrainConfig(epochs=40, patience=4))
+        'stopped by patience 4 after 12 of 40 planned epochs'
+    """
+    if status != "finished" or train_config.patience is None or not 0 < epochs_trained < train_config.epochs:
+        return ""
+    return f"stopped by patience {train_config.patience} after {epochs_trained} of {train_config.epochs} planned epochs"
+
+
 @dataclass
 class TrainResult:
     model: AttentionClassifier

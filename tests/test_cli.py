@@ -73,11 +73,12 @@ def test_predict_with_no_head_knocked_out_is_exactly_the_plain_prediction(traine
 @pytest.mark.parametrize("mode", ["zero", "uniform"])
 def test_predict_with_heads_knocked_out(trained, mode):
     plain = last_json(cli("predict", str(trained), "the food was not good at all").stdout)
-    # every head of every map: layer 1's and the pooling query's (map 2)
-    r = cli("predict", str(trained), "the food was not good at all", "--knock-out", "1.1,1.2,2.1,2.2", "--knock-out-mode", mode)
+    # every head of every map: layer 1's and the pooling query's, named "pooling" (or 2, its number, as before)
+    r = cli("predict", str(trained), "the food was not good at all", "--knock-out", "1.1,1.2,pooling.1,2.2",
+            "--knock-out-mode", mode)
     assert r.returncode == 0, r.stderr
     out = last_json(r.stdout)
-    assert out["knocked_out"] == ["1.1", "1.2", "2.1", "2.2"] and out["knock_out_mode"] == mode
+    assert out["knocked_out"] == ["1.1", "1.2", "pooling.1", "pooling.2"] and out["knock_out_mode"] == mode
     assert out["probabilities"] != plain["probabilities"]
     if mode == "zero":
         assert "Pooling, the word each head attends to most:\n  head 1: knocked out\n  head 2: knocked out" in r.stderr
@@ -181,7 +182,9 @@ def test_evaluate_with_other_column_names(trained, tmp_path):
         (("predict", "RUN", "xqzzy qqqzz"), "none of the words"),
         (("evaluate", "RUN", "{tmp}/one_class.csv", "--label-col", "label"), "only one"),
         (("predict", "RUN", "good", "--knock-out", "3.9"),
-         r"head 3\.9 does not exist — this model has layers 1–2 \(layer 2: the pooling attention\) with heads 1–2 each"),
+         r"head 3\.9 does not exist — this model has heads 1–2 in layer 1 and in the pooling attention: write them as "
+         r"LAYER\.HEAD or pooling\.HEAD, e\.g\. 1\.2,pooling\.1 \(pooling\.1 is also 2\.1\)"),
+        (("predict", "RUN", "good", "--knock-out", "pooling.3"), "head pooling.3 does not exist"),
         (("predict", "RUN", "good", "--knock-out", "1,2"), "not LAYER.HEAD"),
         (("predict", "RUN", "good", "--knock-out", "1.1", "--knock-out-mode", "half"), "invalid choice"),
         (("explain", "RUN", ""), "empty"),

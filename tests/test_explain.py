@@ -16,11 +16,13 @@ from attention_core.explain import (
     Explanation,
     attention_rollout,
     explain,
+    rollout_maps,
     token_saliency,
     top_k_mask,
 )
 from attention_core.model import AttentionClassifier
 from attention_core.presets import SEED
+from attention_core.runs import load_run
 
 TINY = {"vocab_size": 20, "embedding_dim": 8, "d_model": 8, "n_heads": 2, "n_layers": 2, "dropout": 0.0}
 
@@ -381,6 +383,24 @@ def test_explain_shapes_are_consistent(run: Run, method: str) -> None:
     assert float(ex.attention_to_token.sum()) == pytest.approx(1.0, abs=1e-5)
     assert torch.allclose(ex.head_average, ex.attention.mean(1))
     assert ex.saliency_method == method and ex.notes
+
+
+def test_a_pooling_attention_reads_the_rollout_of_the_layers_and_is_not_one_of_them() -> None:
+    bundled = load_run("data/default_run")  # 2 layers, then the pooling attention
+    ex = explain(bundled, "the food was not good at all")
+    assert ex.attention.shape[0] == 3 and bundled.model_config.residual
+    layers = attention_rollout(ex.attention[:2], residual=True)  # (T, T): Abnar & Zuidema's, over the layers
+    assert torch.allclose(ex.rollout, layers)  # was: the pooling map multiplied in as a third layer, with a residual
+    pooling_row = ex.attention[2].mean(0)[0]  # (T,): its one row, heads averaged
+    assert torch.allclose(ex.attention_to_token, pooling_row @ layers)  # as the faithfulness tab's rollout reads it
+    assert float(ex.attention_to_token.sum()) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_the_rollout_s_maps_are_named_from_the_models_map_names() -> None:
+    assert rollout_maps(ModelConfig(n_layers=2, pooling="attention")) == "layers 1–2 and the pooling attention"
+    assert rollout_maps(ModelConfig(n_layers=2, pooling="attention"), pooling=False) == "layers 1–2"
+    assert rollout_maps(ModelConfig(n_layers=1, pooling="attention")) == "layer 1 and the pooling attention"
+    assert rollout_maps(ModelConfig(n_layers=3, pooling="mean")) == "layers 1–3"
 
 
 def test_explain_agrees_with_predict(run: Run) -> None:

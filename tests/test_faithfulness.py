@@ -18,6 +18,7 @@ from attention_core.faithfulness import (
     _permute_last_layer,
     attention_flow,
     available_methods,
+    head_name,
     knock_out,
     parse_heads,
     register,
@@ -110,7 +111,7 @@ def test_uniform_knock_out_attends_equally_to_the_real_tokens_only():
 def test_a_head_that_does_not_exist_is_a_clear_error(spec, message):
     with pytest.raises(ConfigError, match=message) as err:
         parse_heads(spec, ModelConfig())
-    assert "layers 1–2 with heads 1–4" in str(err.value) or "1.2,2.4" in str(err.value)
+    assert str(err.value).endswith("this model has heads 1–4 in layers 1–2: write them as LAYER.HEAD, e.g. 1.4")
 
 
 def test_parse_heads_is_one_based_and_empty_means_none():
@@ -124,9 +125,12 @@ def test_a_pooling_attention_is_one_more_layer_of_heads_to_knock_out_and_to_shuf
     model = tiny_model(seed=2, pooling="attention")
     ids, mask = padded_batch()
     cfg = model.cfg
-    assert parse_heads("3.2", cfg) == [(2, 1)]
-    with pytest.raises(ConfigError, match="layer 3: the pooling attention"):
+    assert parse_heads("pooling.2", cfg) == parse_heads("Pooling.2", cfg) == parse_heads("3.2", cfg) == [(2, 1)]
+    assert head_name(2, 1, cfg) == "pooling.2" and head_name(1, 1, cfg) == "2.2"
+    with pytest.raises(ConfigError, match=r"in layers 1–2 and in the pooling attention: .* \(pooling\.1 is also 3\.1\)"):
         parse_heads("4.1", cfg)
+    with pytest.raises(ConfigError, match="not LAYER.HEAD"):
+        parse_heads("pooling.2", ModelConfig())  # a model that pools by mean has no pooling map
     logits, attn = model(ids, mask)
     same, same_attn = model(ids, mask, edit_attention=lambda layer, w, key_mask: w)
     assert torch.equal(logits, same) and torch.equal(attn, same_attn)

@@ -94,7 +94,7 @@ def test_quiz_and_knock_out_messages_name_the_pooling_attention(bundled):
     from attention_core.quiz import questions
 
     run = pooled_run(bundled)
-    with pytest.raises(ConfigError, match=r"layers 1–3 \(layer 3: the pooling attention\)"):
+    with pytest.raises(ConfigError, match=r"in layers 1–2 and in the pooling attention: .* \(pooling\.1 is also 3\.1\)"):
         parse_heads("4.1", run.model_config)
     qs = questions(run, "the food was not good at all", np.random.default_rng(0))
     knock = [q for q in qs if q.kind == "knock_out"]
@@ -294,3 +294,33 @@ def test_train_s_live_probe_map_of_a_pooling_model_is_its_one_row(runs_dir):
     probe = live_chart(at, "train_live_probe_chart")
     assert probe["data"][0]["y"] == [figures.POOLING_QUERY]
     assert " · Pooling, head average · after epoch 2" in probe["layout"]["title"]["text"]
+
+
+# --- rollout ------------------------------------------------------------------------------------------
+
+
+def rollout_view(path: Path) -> AppTest:
+    """Inspect's rollout section for the saved run at ``path``, drawn alone."""
+
+    def script(path: str) -> None:
+        from attention_core import load_run
+        from attention_core.explain import explain
+        from ui import inspect_views
+
+        run = load_run(path)
+        inspect_views.rollout_and_saliency(explain(run, "the food was not good"), run.model_config)
+
+    return AppTest.from_function(script, args=(str(path),), default_timeout=120).run()
+
+
+def test_the_rollout_caption_says_which_maps_it_multiplies(pooled, bundled, runs_dir):
+    save_run(mean_run(bundled), runs_dir / "mean")
+    for name, reads in [("pooled", "the pooling attention's row times this rollout (layers 1–2 and the pooling "
+                                   "attention multiplied): how much of each word reaches the label"),
+                        ("mean", "this rollout's rows averaged")]:
+        at = rollout_view(runs_dir / name)
+        assert not at.exception
+        caption = next(c.value for c in at.caption if "Attention rollout" in c.value)
+        assert "follows attention through layers 1–2:" in caption and reads in caption, name  # was: "all layers"
+        assert ("pooling" in caption.lower()) == (name == "pooled")
+        assert "**Attention rollout** · layers 1–2" in [m.value for m in at.markdown]

@@ -58,7 +58,8 @@ def test_results_and_runs_list_give_the_kept_models_accuracy_and_say_which_epoch
     assert not at.exception
     assert {m.label: m.value for m in at.metric}["Validation accuracy"] == "88.2%"
     caption = next(c.value for c in at.caption if "Kept model" in c.value)
-    assert "**Kept model: epoch 8 of 12 (40 planned)**" in caption and "lowest validation loss" in caption
+    assert "**Kept model: epoch 8 (stopped by patience 4 after 12 of 40 planned epochs)**" in caption
+    assert "lowest validation loss" in caption
 
     shutil.copytree(BUNDLED, runs_dir / "bundled-copy")
     row = runs_list(train_page())["bundled-copy"]
@@ -128,6 +129,36 @@ def test_a_small_validation_set_shows_how_noisy_its_accuracy_is(runs_dir):
     assert f"moves it by {100 / n:.1f} points" in caption
     big = next(c.value for c in results_of(BUNDLED).caption if "Kept model" in c.value)
     assert "over 600 validation rows" in big and "Few rows" not in big
+
+
+# -- the form: the presets' advanced settings are shown, not changed ---------------------------------
+def advanced_settings(at: AppTest) -> dict[str, bool]:
+    """The widgets in the form's advanced rows (key ``train_advanced``), by key without the preset's prefix, and
+    whether each is disabled."""
+
+    def find(node):
+        if getattr(node, "key", None) == "train_advanced":
+            return node
+        return next((f for c in getattr(node, "children", {}).values() if (f := find(c)) is not None), None)
+
+    def widgets(node):
+        for c in getattr(node, "children", {}).values():
+            if getattr(c, "key", None) and hasattr(c, "disabled"):
+                yield c
+            yield from widgets(c)
+
+    return {w.key.split("_", 3)[3]: w.disabled for w in widgets(find(at._tree))}
+
+
+def test_under_a_preset_every_advanced_setting_but_the_validation_share_shows_the_presets_value_disabled(runs_dir):
+    at = train_page()
+    for choice in ("Default", "Seed (the Julia post)"):
+        at.radio(key="train_preset").set_value(choice).run()
+        settings = advanced_settings(at)
+        assert len(settings) == 21 and "cw" in settings
+        assert [k for k, disabled in settings.items() if not disabled] == ["val"], choice
+    at.radio(key="train_preset").set_value("Custom").run()
+    assert not any(advanced_settings(at).values())
 
 
 # -- a training stopped midway, and the model picker after it ------------------------------------------

@@ -78,7 +78,7 @@ def hyperparameter_form(default_probe: str, data_name: str, *, on_start: Callabl
             c2.toggle("Freeze word vectors", wrap=True, **k("femb", model.freeze_embeddings), disabled=not custom)
             c3.toggle("Freeze classifier head", wrap=True, **k("fhead", model.freeze_head), disabled=not custom,
                       help="The seed post froze it to watch only Q, K and V learn.")
-            c4.toggle("Class weights", wrap=True, **k("cw", train.class_weights),
+            c4.toggle("Class weights", wrap=True, **k("cw", train.class_weights), disabled=not custom,
                       help="Weight the loss by inverse class frequency (for imbalanced data).")
             c1, c2, c3, c4 = st.columns(4)
             c1.number_input("Word dropout", 0.0, 0.9, step=0.05, **k("wdrop", model.word_dropout), disabled=not custom,
@@ -142,10 +142,10 @@ def form_settings(data_name: str) -> tuple[str, ModelConfig, TrainConfig, str]:
                         local_conv=int(v("window")))
         train = replace(train, label_smoothing=float(v("smooth")), lr_schedule=v("sched"),
                         patience=int(v("patience")) or None, weight_decay=float(v("wd")), sampling=v("sampling"),
-                        keep_by=v("keep"))
+                        keep_by=v("keep"), class_weights=v("cw"))
     probe = v("probe").strip()
     train = replace(train, epochs=int(v("epochs")), lr=float(v("lr")), batch_size=int(v("batch")), seed=int(v("seed")),
-                    val_fraction=float(v("val")), optimizer=v("opt"), class_weights=v("cw"),
+                    val_fraction=float(v("val")), optimizer=v("opt"),
                     time_budget=float(v("budget")) or None, snapshots=int(v("snaps")),
                     probes=tuple(dict.fromkeys(x for x in (probe, *train.probes) if x)))
     return v(f"name_{data_name}").strip() or "run", model, train, probe

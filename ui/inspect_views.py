@@ -13,7 +13,7 @@ import torch
 
 from attention_core import Run
 from attention_core.errors import InputError
-from attention_core.explain import SALIENCY_METHODS, Explanation, explain, top_k_mask
+from attention_core.explain import SALIENCY_METHODS, Explanation, explain, rollout_maps, top_k_mask
 from attention_core.export import attention_csv, file_stem
 from attention_core.metrics import spearman
 from attention_core.model import ModelConfig
@@ -213,15 +213,18 @@ def rollout_and_saliency(ex: Explanation, cfg: ModelConfig) -> None:
     """Rollout beside the last map's raw attention, then rollout against saliency, word by word."""
     tokens, method, last = ex.tokens, ex.saliency_method, cfg.map_names()[-1]
     c1, c2 = st.columns(2, gap="large")
-    c1.markdown("**Attention rollout** · all layers")
+    c1.markdown(f"**Attention rollout** · {rollout_maps(cfg, pooling=False)}")
     c1.plotly_chart(figures.attention_heatmap(ex.rollout.numpy(), tokens), key="inspect_rollout")
     c2.markdown(f"**Raw attention** · {last} · average of heads")
     c2.plotly_chart(figures.attention_heatmap(ex.head_average[-1].numpy(), tokens, pooling=cfg.pooling == "attention"),
                     key="inspect_last_layer")
     half = "0.5·A + 0.5·I for the residual connection, " if cfg.residual else ""
-    st.caption("Raw attention shows one layer only. **Attention rollout** (Abnar & Zuidema, 2020) follows attention "
-               f"through all layers: it averages the heads, uses {half}and multiplies the layers' maps from the "
-               "first up, so a row tells how much of that word's final vector comes from each input word.")
+    pooled = (f"the {last.lower()} attention's row times this rollout ({rollout_maps(cfg)} multiplied): how much of "
+              "each word reaches the label" if cfg.n_attention_maps > cfg.n_layers else "this rollout's rows averaged")
+    st.caption(f"Raw attention shows one map only. **Attention rollout** (Abnar & Zuidema, 2020) follows attention "
+               f"through {rollout_maps(cfg, pooling=False)}: it averages the heads, uses {half}and multiplies the "
+               "layers' maps from the first up, so a row tells how much of that word's final vector comes from each "
+               f"input word. The bars *attention (rollout)* below are {pooled}.")
     st.subheader("Which words mattered?")
     st.selectbox("Saliency method", SALIENCY_METHODS, **kept("inspect_method", SALIENCY_METHODS[0], SALIENCY_METHODS),
                  format_func=METHODS.get,

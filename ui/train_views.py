@@ -27,7 +27,7 @@ from attention_core.runs import (
     safe_name,
     zip_unpacked_size,
 )
-from attention_core.training import KEPT_BY_WORDS, History, metrics_from_probabilities
+from attention_core.training import KEPT_BY_WORDS, History, TrainConfig, metrics_from_probabilities, patience_stop
 from runner import jobs
 from runner.jobs import JobSnapshot, TrainingJob
 from runner.queue import ordinal
@@ -249,18 +249,20 @@ def finished(job: TrainingJob) -> None:
         st.info(f"Training {snap.message}.")
         return
     else:
-        st.success(ending(snap, job.train_config.time_budget))
+        st.success(ending(snap, job.train_config))
     background.open_new_run(job)
     if job.run is not None and job.run.history.epochs:
         st.header("3 · Results")
         results(job.run, job.run_path, job.validation_probs)
 
 
-def kept_model(history: History, planned_epochs: int) -> str:
-    """Which epoch's model a run keeps, in words: "epoch 3 of 10", "epoch 230 of 237 (300 planned)"."""
-    trained = len(history.epochs)
-    planned = f" ({planned_epochs} planned)" if trained < planned_epochs else ""
-    return f"epoch {history.kept_epoch} of {trained}{planned}"
+def kept_model(history: History, train_config: TrainConfig) -> str:
+    """Which epoch's model a run keeps, in words: "epoch 3 of 10", "epoch 230 of 237 (300 planned)",
+    "epoch 8 (stopped by patience 4 after 12 of 40 planned epochs)"."""
+    trained, planned = len(history.epochs), train_config.epochs
+    if stop := patience_stop(history.status, trained, train_config):
+        return f"epoch {history.kept_epoch} ({stop})"
+    return f"epoch {history.kept_epoch} of {trained}" + (f" ({planned} planned)" if trained < planned else "")
 
 
 Z_95 = 1.959963984540054  # the standard normal's 97.5 % quantile: two-sided 95 %
@@ -306,13 +308,13 @@ def results(run: Run, run_path: Path | None, probs: np.ndarray | None = None) ->
     own process); otherwise they are made here.
     """
     texts, labels = run.validation
-    kept = kept_model(run.history, run.train_config.epochs)
+    kept = kept_model(run.history, run.train_config)
     if texts:
         if probs is None or len(probs) != len(texts):
             probs = run.predict_proba(texts)  # one batched pass
         m = metrics_from_probabilities(probs, labels, run.label_names)
         c1, c2, c3 = st.columns(3)
-        c1.metric("Validation accuracy", f"{m.accuracy:.1%}", help=f"Of the kept model ({kept}).")
+        c1.metric("Validation accuracy", f"{m.accuracy:.1%}", help=f"Of the kept model: {kept}.")
         c2.metric("Macro F1", f"{m.macro_f1:.3f}")
         c3.metric("Validation rows", m.n)
         st.caption(f"**Kept model: {kept}**, the one with {KEPT_BY_WORDS[run.train_config.keep_by]}; the figures below are its "
@@ -331,14 +333,15 @@ def results(run: Run, run_path: Path | None, probs: np.ndarray | None = None) ->
                            file_name=f"{run_path.name}.zip", mime="application/zip", key="train_download")
 
 
-def ending(snap: JobSnapshot, time_budget: float | None) -> str:
-    """How a job that was not an error ended, in a sentence: how many epochs, and where its run is."""
+def ending(snap: JobSnapshot, train_config: TrainConfig) -> str:
+    """How a job that was not an error ended, in a sentence: how many epochs, why (patience, the time
+    budget of ``train_config``), and where its run is."""
     trained, planned = len(snap.epoch_records), snap.epochs
     epochs = f"{trained} of {planned} epochs" if trained < planned else f"all {planned} epoch{'s' * (planned != 1)}"
     how = {"stopped": f"Training stopped after {epochs}.",
-           "time budget": f"Training reached its time budget of {time_budget or 0:g} s after {epochs}."}
+           "time budget": f"Training reached its time budget of {train_config.time_budget or 0:g} s after {epochs}."}
     sentence = how.get(snap.state, f"Training finished: {epochs}.")
-    if snap.state == "finished" and trained < planned and snap.message:  # ended by its patience: say why
+    if patience_stop(snap.state, trained, train_config) and snap.message:  # say why
         sentence += f" {snap.message[0].upper()}{snap.message[1:]}."
     if snap.run_path is None:
         return sentence.replace(f"after {epochs}", "before its first epoch ended") + " There is nothing to save."
