@@ -8,6 +8,8 @@ the Julia post's inputs on the Backpropagation page.
 A run's vocabulary is every word of its training data that the embedding table knows
 (most frequent first), plus ``<pad>`` = 0 and ``<unk>`` = 1. At prediction time a word the
 run never saw but the table knows is still read: its vector is passed as an ``extra`` row.
+An encoder for a model that reads capitals (``casing``) also gives each token how it was written
+(:data:`attention_core.text.CASINGS`), since the word vectors are lower-case.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from torch import Tensor
 
 from attention_core.embeddings import Embeddings
 from attention_core.errors import ConfigError, EmbeddingError
-from attention_core.text import TOKENIZERS
+from attention_core.text import TOKENIZERS, token_casing
 
 PAD, UNK = 0, 1
 UNKNOWN_MODES = ("drop", "unk")
@@ -118,6 +120,7 @@ class Encoded:
     n_tokens: int  # tokens before dropping / truncation
     truncated: int  # tokens cut off at the end (max_tokens)
     extra_words: tuple[str, ...] = field(default=())  # known words outside the run vocabulary
+    casing: tuple[int, ...] = field(default=())  # per id, how the token was written (encoders with casing; else empty)
 
     @property
     def notes(self) -> list[str]:
@@ -132,12 +135,13 @@ class Encoded:
 
 @dataclass
 class Batch:
-    """Padded token ids for a batch. Shapes: ids (B, T), mask (B, T), labels (B,), extra (X, E)."""
+    """Padded token ids for a batch. Shapes: ids (B, T), mask (B, T), labels (B,), extra (X, E), casing (B, T)."""
 
     ids: Tensor
     mask: Tensor
     labels: Tensor | None = None
     extra: Tensor | None = None
+    casing: Tensor | None = None  # each token's index in CASINGS (encoders with casing); padding 0
 
 
 class TextEncoder:
@@ -157,6 +161,7 @@ class TextEncoder:
         tokenizer: str = "glove",
         unknown: str = "unk",
         max_tokens: int = 64,
+        casing: bool = False,
     ) -> None:
         if tokenizer not in TOKENIZERS:
             raise ConfigError(f"unknown tokenizer {tokenizer!r}", f"choose one of {', '.join(TOKENIZERS)}")
@@ -168,6 +173,7 @@ class TextEncoder:
         self.words = list(words)
         self.word_to_id = {w: i + 2 for i, w in enumerate(self.words)}
         self.tokenizer, self.unknown, self.max_tokens = tokenizer, unknown, max_tokens
+        self.casing = casing  # also read how each token was written (for a model with ModelConfig.casing)
 
     @classmethod
     def build(cls, embeddings: Embeddings, texts: Iterable[str], **kwargs) -> TextEncoder:
@@ -195,8 +201,9 @@ class TextEncoder:
         return self._encode(look_up(text, self._has_id, self.tokenizer))
 
     def _encode(self, words: Words) -> Encoded:
-        kept, ids, unknown, extra = [], [], [], []
-        for tok, known in zip(words.tokens, words.known, strict=True):
+        kept, ids, unknown, extra, casing = [], [], [], [], []
+        kinds = token_casing(words.text, self.tokenizer) if self.casing else [0] * len(words.tokens)
+        for tok, known, kind in zip(words.tokens, words.known, kinds, strict=True):
             if known:
                 i = self.word_to_id.get(tok)
                 if i is None:
@@ -210,9 +217,12 @@ class TextEncoder:
                 tok, i = "<unk>", UNK
             kept.append(tok)
             ids.append(i)
+            casing.append(kind)
         truncated = max(0, len(ids) - self.max_tokens)
         kept, ids = kept[: self.max_tokens], ids[: self.max_tokens]
-        return Encoded(words.text, tuple(kept), tuple(ids), tuple(unknown), len(words.tokens), truncated, tuple(extra))
+        casing = casing[: self.max_tokens] if self.casing else []
+        return Encoded(words.text, tuple(kept), tuple(ids), tuple(unknown), len(words.tokens), truncated, tuple(extra),
+                       tuple(casing))
 
     def encode_for_model(self, text: str) -> tuple[Encoded, Batch]:
         """Encode one sentence into a batch of one; error if it is empty or no word the model reads is known."""
@@ -231,7 +241,12 @@ class TextEncoder:
             extra_words.extend(e.extra_words)
         extra = torch.from_numpy(self.embeddings.vectors(extra_words)) if extra_words else None
         lab = torch.tensor(labels, dtype=torch.long) if labels is not None else None
-        return Batch(ids, ids != PAD, lab, extra)
+        casing = None
+        if self.casing:
+            casing = torch.zeros_like(ids)
+            for row, e in enumerate(encoded):
+                casing[row, : len(e.casing)] = torch.tensor(e.casing, dtype=torch.long)
+        return Batch(ids, ids != PAD, lab, extra, casing)
 
     def to_dict(self) -> dict:
         return {

@@ -183,7 +183,7 @@ def token_saliency(
     model.eval()
     try:
         with torch.no_grad():
-            features = model.embed(ids, batch.extra)  # (1, T, input_dim)
+            features = model.embed(ids, batch.extra, batch.casing)  # (1, T, input_dim)
             if target is None:
                 logits, _ = model.forward_features(features, mask, need_weights=False)
                 target = int(logits[0].argmax())

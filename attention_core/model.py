@@ -21,6 +21,7 @@ from torch import Tensor, nn
 
 from attention_core.attention import MultiHeadAttention
 from attention_core.errors import ConfigError
+from attention_core.text import CASINGS
 
 POSITIONAL = ("none", "index", "sinusoidal", "learned")
 POOLING = ("mean", "max", "first", "attention")
@@ -61,6 +62,9 @@ class ModelConfig:
     local_conv: int = 0  # width of a 1-D convolution over neighbouring tokens before the first attention layer (0 = off)
     local_conv_kind: str = "residual"  # residual (x + conv) | plain (conv alone) | depthwise (x + one filter per feature)
     local_conv_zero_init: bool = False  # start the convolution at 0: a residual model begins as the one without it
+    # Read how each word was written (Capitalised, CAPITALS, mIxed): a learned vector per kind added to
+    # the lower-case word vector; lower case adds nothing, so all-lower-case text reads as without it.
+    casing: bool = False
 
     def __post_init__(self) -> None:
         def bad(name: str, value: object, hint: str) -> None:
@@ -234,7 +238,8 @@ class AttentionClassifier(nn.Module):
     table knows (used at prediction time, so a frozen-GloVe model can read new words).
 
     Shape:
-        ids (B, T) long, mask (B, T) bool (True = real token), extra (X, E)
+        ids (B, T) long, mask (B, T) bool (True = real token), extra (X, E), casing (B, T) long
+        (each token's index in ``CASINGS``, read when ``cfg.casing``)
         → logits (B, C), attention (L, B, H, T, T) or None when ``need_weights=False``;
         with ``pooling="attention"`` the stack has L + 1 maps, the last the pooling query's.
 
@@ -256,6 +261,8 @@ class AttentionClassifier(nn.Module):
                 self.embedding.weight.copy_(vectors)
         self.embedding.weight.requires_grad_(not cfg.freeze_embeddings)
         self.unk = nn.Parameter(torch.zeros(cfg.embedding_dim))  # the learned <unk> vector
+        # CASINGS[1:]'s vectors (lower case, index 0, adds none); they start at 0: capitals first read as lower case
+        self.casing = nn.Parameter(torch.zeros(len(CASINGS) - 1, cfg.embedding_dim)) if cfg.casing else None
         d = cfg.model_dim
         self.input_proj = nn.Linear(cfg.input_dim, d) if d != cfg.input_dim else nn.Identity()
         if cfg.positional == "sinusoidal":
@@ -283,11 +290,15 @@ class AttentionClassifier(nn.Module):
             for block in self.blocks:
                 block.attn.v_proj.weight.copy_(block.attn.k_proj.weight)
 
-    def embed(self, ids: Tensor, extra: Tensor | None = None) -> Tensor:
-        """Token ids → input features. Shape (B, T) → (B, T, input_dim)."""
+    def embed(self, ids: Tensor, extra: Tensor | None = None, casing: Tensor | None = None) -> Tensor:
+        """Token ids (and, for a model with ``cfg.casing``, each token's index in ``CASINGS``; None = all
+        lower case) → input features. Shape (B, T), (B, T) → (B, T, input_dim)."""
         table = self.embedding.weight if extra is None else torch.cat([self.embedding.weight, extra.to(self.unk)])
         x = F.embedding(ids, table)  # (B, T, E)
         x = torch.where((ids == 1)[..., None], self.unk, x)
+        if self.casing is not None and casing is not None:
+            kinds = torch.cat([self.casing.new_zeros(1, self.casing.shape[1]), self.casing])  # (len(CASINGS), E)
+            x = x + F.embedding(casing, kinds)
         if self.cfg.positional == "index":  # the seed: vcat(x, 0:n-1)
             pos = torch.arange(ids.shape[1], dtype=x.dtype, device=x.device)
             x = torch.cat([x, pos.expand(ids.shape[0], -1)[..., None]], dim=-1)  # (B, T, E+1)
@@ -298,6 +309,7 @@ class AttentionClassifier(nn.Module):
         ids: Tensor,
         mask: Tensor | None = None,
         extra: Tensor | None = None,
+        casing: Tensor | None = None,
         *,
         need_weights: bool = True,
         edit_attention: AttentionEdit | None = None,
@@ -307,7 +319,7 @@ class AttentionClassifier(nn.Module):
         if self.training and self.cfg.word_dropout:
             dropped = (torch.rand(ids.shape, device=ids.device) < self.cfg.word_dropout) & (ids != 0)
             ids = ids.masked_fill(dropped, 1)  # read as <unk>
-        return self.forward_features(self.embed(ids, extra), mask, need_weights=need_weights,
+        return self.forward_features(self.embed(ids, extra, casing), mask, need_weights=need_weights,
                                      edit_attention=edit_attention)
 
     def forward_features(

@@ -160,7 +160,7 @@ def post_sgd_step_applies(model_cfg: ModelConfig, train_cfg: TrainConfig, device
     return (
         m.n_layers == 1 and m.n_heads == 1 and not m.residual and not m.layer_norm and not m.feed_forward
         and not m.attention_out_proj and m.attention_bias and m.pooling == "mean" and m.positional == "index"
-        and m.dropout == 0.0 and m.d_model in (None, m.input_dim) and m.freeze_embeddings
+        and m.dropout == 0.0 and m.d_model in (None, m.input_dim) and m.freeze_embeddings and not m.casing
         and t.optimizer == "sgd" and t.batch_size == 1 and t.weight_decay == 0.0 and t.grad_clip is None
         and not t.class_weights and t.unknown == "drop" and device.type == "cpu"
     )

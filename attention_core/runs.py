@@ -458,6 +458,7 @@ def load_run(path: str | os.PathLike, *, embedding_file: str | None = None) -> R
         encoder = TextEncoder(
             embeddings, [str(w) for w in vocab["words"]],
             tokenizer=vocab["tokenizer"], unknown=vocab["unknown"], max_tokens=int(vocab["max_tokens"]),
+            casing=model_config.casing,
         )
         history_data = _read_json(path / "history.json")
         validation = history_data.pop("validation", {"texts": [], "labels": []})

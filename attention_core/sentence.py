@@ -65,7 +65,8 @@ def run_encoded(
     device = model.head.weight.device
     extra = batch.extra.to(device) if batch.extra is not None else None
     with evaluating(model):
-        x = model.embed(batch.ids.to(device), extra)  # (1, T, F)
+        casing = batch.casing.to(device) if batch.casing is not None else None
+        x = model.embed(batch.ids.to(device), extra, casing)  # (1, T, F)
         logits, attn = model.forward_features(x, batch.mask.to(device), edit_attention=edit_attention)
     return SentenceOutput(encoded, torch.softmax(logits[0], -1), attn[:, 0], x[0] if features else None)
 

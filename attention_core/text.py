@@ -49,3 +49,52 @@ def whitespace_tokenize(text: str) -> list[str]:
 
 
 TOKENIZERS = {"glove": tokenize, "whitespace": whitespace_tokenize}
+
+
+# How a token was written, for models that read capitals (``ModelConfig.casing``): GloVe 6B's vectors
+# are lower-case, so "NASA" and "nasa" get one vector; the kind of writing is added as a learned vector.
+CASINGS = ("lower", "capitalised", "capitals", "mixed")  # index 0: lower case, digits, punctuation
+
+
+def casing_kind(written: str) -> int:
+    """The index in :data:`CASINGS` of a token as written.
+
+    Example:
+        >>> [CASINGS[casing_kind(w)] for w in ("the", "The", "NASA", "iPhone", "3", "I")]
+        ['lower', 'capitalised', 'capitals', 'mixed', 'lower', 'capitalised']
+    """
+    letters = [ch for ch in written if ch.isalpha()]
+    if not letters or all(ch.islower() for ch in letters):
+        return 0
+    if letters[0].isupper() and all(ch.islower() for ch in letters[1:]):
+        return 1
+    if len(letters) >= 2 and all(ch.isupper() for ch in letters):
+        return 2
+    return 3
+
+
+def token_casing(text: str, tokenizer: str = "glove") -> list[int]:
+    """A :func:`casing_kind` per token of ``TOKENIZERS[tokenizer](text)``, in the same order.
+
+    Every token is a piece of the normalized, lower-cased text (the "n't" split only adds a space),
+    so each is found there in turn and read back from the text as written. Where lower-casing
+    changes the text's length (a few non-English letters, e.g. "İ") every token counts as lower case.
+
+    Example:
+        >>> list(zip(tokenize("NASA isn't BIG"), token_casing("NASA isn't BIG")))
+        [('nasa', 2), ('is', 0), ("n't", 0), ('big', 2)]
+    """
+    tokens = TOKENIZERS[tokenizer](text)
+    written = unicodedata.normalize("NFKC", text).translate(_TRANSLATE)
+    lowered = written.lower()
+    if len(lowered) != len(written):
+        return [0] * len(tokens)
+    kinds, at = [], 0
+    for token in tokens:
+        start = lowered.find(token, at)
+        if start < 0:  # not expected: every token is a piece of the lower-cased text
+            kinds.append(0)
+            continue
+        at = start + len(token)
+        kinds.append(casing_kind(written[start:at]))
+    return kinds

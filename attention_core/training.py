@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -41,6 +42,23 @@ KEPT_BY_WORDS = {"loss": "the lowest validation loss", "macro_f1": "the highest 
 MAX_PROBE_RECORDS = 100  # attention snapshots per probe sentence kept in the history
 MAX_SNAPSHOTS = 50  # weight snapshots a run may keep (each ~0.65 MB for the default model)
 CHECK_ROWS = 5_000  # rows check_settings tokenizes to see how much text the word vectors know (~0.1 s)
+
+
+class EncodedRows(NamedTuple):
+    """A split's rows as the Trainer feeds them: token ids, label indices, how each token was written."""
+
+    ids: list[tuple[int, ...]]
+    labels: list[int]
+    casing: list[tuple[int, ...]]  # per row, as Encoded.casing (empty rows when the encoder has no casing)
+
+
+class BatchTensors(NamedTuple):
+    """One batch of :class:`EncodedRows`: ids (B, T), mask (B, T) or None (no padding), labels (B,), casing (B, T) or None."""
+
+    ids: torch.Tensor
+    mask: torch.Tensor | None
+    labels: torch.Tensor
+    casing: torch.Tensor | None
 
 
 @dataclass(frozen=True)
@@ -517,7 +535,7 @@ class _AutogradStep:
     """A step on a batch through autograd and a torch optimizer (any model and settings)."""
 
     def __init__(self, model: AttentionClassifier, optimizer: torch.optim.Optimizer,
-                 tensors: Callable[[Sequence[int]], tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]],
+                 tensors: Callable[[Sequence[int]], BatchTensors],
                  loss_weight: torch.Tensor | None, grad_clip: float | None, *, label_smoothing: float = 0.0,
                  lr_factor: Callable[[int], float] | None = None, average_steps: float = 0.0) -> None:
         self.model, self.optimizer, self.tensors = model, optimizer, tensors
@@ -535,8 +553,8 @@ class _AutogradStep:
             with torch.no_grad():
                 torch._foreach_copy_(self.params, self.raw)
             self.raw = None
-        ids, mask, y = self.tensors(rows)
-        logits, _ = self.model(ids, mask, need_weights=False)
+        ids, mask, y, casing = self.tensors(rows)
+        logits, _ = self.model(ids, mask, casing=casing, need_weights=False)
         loss = F.cross_entropy(logits, y, weight=self.loss_weight, label_smoothing=self.label_smoothing)
         loss_value = loss.item()
         correct = int((logits.argmax(-1) == y).sum())
@@ -630,6 +648,7 @@ class Trainer:
             tokenizer=tc.tokenizer,
             unknown=tc.unknown,
             max_tokens=tc.max_tokens,
+            casing=model_config.casing,
         )
         self.model_config = with_data(
             model_config,
@@ -679,14 +698,15 @@ class Trainer:
         """Training rows the model learns from (rows with no known word are left out)."""
         return len(self._train[0])
 
-    def _encode(self, ds: TextDataset) -> tuple[list[tuple[int, ...]], list[int]]:
-        ids, labels = [], []
+    def _encode(self, ds: TextDataset) -> EncodedRows:
+        rows = EncodedRows([], [], [])
         for text, label in zip(ds.texts, ds.labels, strict=True):
             enc = self.encoder.encode(text)
             if enc.ids:  # a row whose words are all unknown (drop mode) has nothing to learn from
-                ids.append(enc.ids)
-                labels.append(label)
-        return ids, labels
+                rows.ids.append(enc.ids)
+                rows.labels.append(label)
+                rows.casing.append(enc.casing)
+        return rows
 
     # -- control from other threads -------------------------------------------------------
     def stop(self) -> None:
@@ -708,16 +728,21 @@ class Trainer:
         return self._idle.wait(timeout)
 
     # -- training ----------------------------------------------------------------------------
-    def _tensors(self, rows: Sequence[int], ids: list, labels: list) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    def _tensors(self, rows: Sequence[int], encoded: EncodedRows) -> BatchTensors:
+        ids, labels, casing = encoded
         t = max(len(ids[i]) for i in rows)
         batch = torch.zeros(len(rows), t, dtype=torch.long)
+        kinds = torch.zeros(len(rows), t, dtype=torch.long) if self.encoder.casing else None
         for r, i in enumerate(rows):
             batch[r, : len(ids[i])] = torch.tensor(ids[i])
+            if kinds is not None:
+                kinds[r, : len(casing[i])] = torch.tensor(casing[i], dtype=torch.long)
         mask = batch != 0
         y = torch.tensor([labels[i] for i in rows])
         # No padding: let attention skip the mask (a faster path for batch size 1).
         dev = self.device
-        return batch.to(dev), (None if bool(mask.all()) else mask.to(dev)), y.to(dev)
+        return BatchTensors(batch.to(dev), None if bool(mask.all()) else mask.to(dev), y.to(dev),
+                            None if kinds is None else kinds.to(dev))
 
     def _optimizer(self) -> torch.optim.Optimizer:
         tc = self.train_config
@@ -739,8 +764,10 @@ class Trainer:
         return counts.sum() / (len(counts) * counts.clamp(min=1))
 
     @torch.no_grad()
-    def evaluate_encoded(self, ids: list, labels: list, weight: torch.Tensor | None = None) -> tuple[float, float, list[int]]:
-        """Mean loss, accuracy and predictions on encoded rows (eval mode, batches of 256)."""
+    def evaluate_encoded(self, ids: list, labels: list, casing: list | None = None,
+                         weight: torch.Tensor | None = None) -> tuple[float, float, list[int]]:
+        """Mean loss, accuracy and predictions on encoded rows (``Trainer._encode``'s; eval mode, batches of 256)."""
+        encoded = EncodedRows(ids, labels, casing if casing is not None else [()] * len(ids))
         was_training = self.model.training
         self.model.eval()
         total, preds = 0.0, []
@@ -748,8 +775,8 @@ class Trainer:
         by_row: dict[int, int] = {}
         for start in range(0, len(order), 256):
             rows = order[start : start + 256]
-            batch, mask, y = self._tensors(rows, ids, labels)
-            logits, _ = self.model(batch, mask, need_weights=False)
+            batch, mask, y, kinds = self._tensors(rows, encoded)
+            logits, _ = self.model(batch, mask, casing=kinds, need_weights=False)
             total += float(F.cross_entropy(logits, y, weight=weight, reduction="sum"))
             by_row.update(zip(rows, logits.argmax(-1).tolist(), strict=True))
         self.model.train(was_training)
@@ -852,12 +879,12 @@ class Trainer:
 
     def _make_step(self, loss_weight: torch.Tensor | None) -> _Step:
         """The post's hand-written SGD step where it computes what autograd would, else autograd and an optimizer."""
-        ids, labels = self._train
+        ids, labels, _ = train = self._train
         if post_sgd_step_applies(self.model_config, self.train_config, self.device):
             return _PostModelStep(self.model, ids, labels, self.train_config.lr, not self.model_config.freeze_head)
         tc = self.train_config
         steps = tc.epochs * math.ceil(len(ids) / tc.batch_size)
-        return _AutogradStep(self.model, self._optimizer(), lambda rows: self._tensors(rows, ids, labels),
+        return _AutogradStep(self.model, self._optimizer(), lambda rows: self._tensors(rows, train),
                              loss_weight, tc.grad_clip, label_smoothing=tc.label_smoothing,
                              lr_factor=lr_factor(tc.lr_schedule, tc.warmup, steps),
                              average_steps=tc.average_epochs * steps / tc.epochs)
@@ -939,7 +966,8 @@ def predict_probabilities(
         for start in range(0, len(encoded), batch_size):
             chunk = encoded[start : start + batch_size]
             batch = encoder.collate([enc for _, enc in chunk])
-            logits, _ = model(batch.ids, batch.mask, batch.extra, need_weights=False, edit_attention=edit_attention)
+            logits, _ = model(batch.ids, batch.mask, batch.extra, batch.casing, need_weights=False,
+                              edit_attention=edit_attention)
             out[[i for i, _ in chunk]] = torch.softmax(logits, -1).double().numpy()
     return out
 

@@ -864,7 +864,7 @@ def bench_faithfulness(quick: bool) -> Section:
     encoded, batch = run.encoder.encode_for_model(text)
     out = run.forward(text)
     with evaluating(run.model):
-        features = run.model.embed(batch.ids, batch.extra)
+        features = run.model.embed(batch.ids, batch.extra, batch.casing)
     for method in available_methods(run.model):
         def score(method=method) -> None:
             ctx = SentenceContext(run.model, encoded, features, out.attention, out.probabilities,

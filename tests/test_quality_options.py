@@ -82,7 +82,7 @@ def test_word_and_embedding_dropout_act_only_in_training() -> None:
 def test_word_dropout_reads_words_as_unk_and_never_touches_padding() -> None:
     model = small_model(word_dropout=0.5).train()
     seen = []
-    model.embed = lambda ids, extra=None: (seen.append(ids), AttentionClassifier.embed(model, ids, extra))[1]
+    model.embed = lambda ids, extra=None, casing=None: (seen.append(ids), AttentionClassifier.embed(model, ids, extra, casing))[1]
     ids = torch.tensor([[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 0]] * 20)
     torch.manual_seed(0)
     model(ids)
