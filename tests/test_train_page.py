@@ -155,7 +155,7 @@ def test_under_a_preset_every_advanced_setting_but_the_validation_share_shows_th
     for choice in ("Default", "Seed (the Julia post)"):
         at.radio(key="train_preset").set_value(choice).run()
         settings = advanced_settings(at)
-        assert len(settings) == 21 and "cw" in settings
+        assert len(settings) == 22 and "cw" in settings and "casing" in settings
         assert [k for k, disabled in settings.items() if not disabled] == ["val"], choice
     at.radio(key="train_preset").set_value("Custom").run()
     assert not any(advanced_settings(at).values())
@@ -384,3 +384,15 @@ def test_caps_of_a_shared_server_are_said_before_the_training_starts(runs_dir, m
     assert any("stops a training after 600 s" in i.value for i in at.info)
     job.join(120)
     assert job.state == "finished"
+
+
+def test_custom_reads_capitals_as_the_default_does_unless_unchecked(runs_dir):
+    at = train_page()
+    fill_small_training(at, 1, "lower case only")
+    assert at.checkbox(key="train_default_c_casing").value  # Custom starts from the default, which reads capitals
+    at.checkbox(key="train_default_c_casing").uncheck()
+    at.button[0].click().run()
+    assert not at.exception
+    job = at.session_state["train_job"]
+    job.join(120)
+    assert job.model_config.casing is False

@@ -101,7 +101,11 @@ def hyperparameter_form(default_probe: str, data_name: str, *, on_start: Callabl
                          help="The validation figure that picks the kept epoch, and that patience waits on: the loss, "
                          "or macro-F1 (every class counts the same).")
             windows = [0, *range(3, MAX_LOCAL_CONV + 1, 2)]
-            c1, *_ = st.columns(4)
+            c1, c2, *_ = st.columns(4)
+            c2.checkbox("Read capitals", **k("casing", model.casing), disabled=not custom,
+                        help="GloVe's word vectors are lower-case: 'NASA' and 'nasa' are one vector. With this on, a "
+                        "word written Capitalised, in CAPITALS or mIxed also gets a learned vector for that way of "
+                        "writing (lower case adds nothing): 'What is BPH ?' reads as an abbreviation.")
             c1.selectbox("Word window", windows, **k("window", model.local_conv, windows), disabled=not custom,
                          format_func=lambda w: "off" if w == 0 else f"{w} words",
                          help="Before attention, each word's vector is mixed with its neighbours' (a window of this "
@@ -139,7 +143,7 @@ def form_settings(data_name: str) -> tuple[str, ModelConfig, TrainConfig, str]:
                         positional=v("pos"), pooling=v("pool"), dropout=float(v("drop")), residual=block,
                         layer_norm=block, feed_forward=block, freeze_embeddings=v("femb"), freeze_head=v("fhead"),
                         word_dropout=float(v("wdrop")), embedding_dropout=float(v("edrop")),
-                        local_conv=int(v("window")))
+                        local_conv=int(v("window")), casing=bool(v("casing")))
         train = replace(train, label_smoothing=float(v("smooth")), lr_schedule=v("sched"),
                         patience=int(v("patience")) or None, weight_decay=float(v("wd")), sampling=v("sampling"),
                         keep_by=v("keep"), class_weights=v("cw"))
