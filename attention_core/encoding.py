@@ -24,7 +24,7 @@ from torch import Tensor
 
 from attention_core.embeddings import Embeddings
 from attention_core.errors import ConfigError, EmbeddingError
-from attention_core.text import TOKENIZERS, token_casing
+from attention_core.text import TOKENIZERS, as_written, token_casing
 
 PAD, UNK = 0, 1
 UNKNOWN_MODES = ("drop", "unk")
@@ -130,6 +130,10 @@ class Encoded:
             out.append(f"{len(self.unknown)} unknown word(s) {how}: {', '.join(self.unknown)}")
         if self.truncated:
             out.append(f"text truncated: the last {self.truncated} token(s) were cut off")
+        written = [as_written(t, k) for t, k in zip(self.tokens, self.casing, strict=False) if k]
+        if written:
+            out.append(f"read with capitals (a learned vector for the way of writing added to the lower-case word's): "
+                       f"{', '.join(written)}")
         return out
 
 

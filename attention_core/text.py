@@ -73,6 +73,16 @@ def casing_kind(written: str) -> int:
     return 3
 
 
+def as_written(token: str, kind: int) -> str:
+    """A lower-case ``token`` shown the way its :func:`casing_kind` says it was written (mixed: marked).
+
+    Example:
+        >>> [as_written("nasa", k) for k in range(len(CASINGS))]
+        ['nasa', 'Nasa', 'NASA', 'nasa (mIxed)']
+    """
+    return (token, token[:1].upper() + token[1:], token.upper(), f"{token} (mIxed)")[kind]
+
+
 def token_casing(text: str, tokenizer: str = "glove") -> list[int]:
     """A :func:`casing_kind` per token of ``TOKENIZERS[tokenizer](text)``, in the same order.
 

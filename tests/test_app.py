@@ -327,3 +327,14 @@ def test_runs_list_rename_compare_delete_reopen(runs_dir):
     at.button(key="train_open").click().run()  # reopen: the home page, with that model
     assert not at.exception
     assert at.selectbox(key="home_run").value == "renamed"
+
+
+def test_home_says_which_words_the_bundled_model_read_with_their_capitals():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    at.text_input(key="home_text").input("the food was NOT good at all").run()
+    assert not at.exception
+    assert live_chart(at, "home_heatmap")["data"][0]["x"][3] == "not"  # GloVe's lower-case word, as the model reads it
+    said = [c.value for c in at.caption if "capitals" in c.value]
+    assert len(said) == 1 and said[0].endswith(": NOT")
+    at.text_input(key="home_text").input("the food was not good at all").run()
+    assert not [c.value for c in at.caption if "read with capitals" in c.value]

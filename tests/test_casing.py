@@ -164,3 +164,10 @@ def test_presets_and_old_runs() -> None:
     seed_run = load_run(ROOT / "data" / "seed_run" / "100_epochs")  # saved before the option
     assert not seed_run.model_config.casing and not seed_run.encoder.casing
     assert seed_run.model.casing is None
+
+
+def test_the_notes_say_which_words_were_read_with_capitals(emb) -> None:
+    text = "The food was NOT good on my iPhone"
+    read = TextEncoder.build(emb, [text], casing=True).encode(text).notes
+    assert [n for n in read if "capitals" in n][0].endswith(": The, NOT, iphone (mIxed)")
+    assert not [n for n in TextEncoder.build(emb, [text]).encode(text).notes if "capitals" in n]

@@ -129,8 +129,8 @@ def home() -> None:
                 "Check the spelling, or use a more common word."
             )
         for note in prediction.notes:
-            if "truncated" in note:
-                st.caption(note)
+            if "unknown word" not in note:  # said above, with a hint
+                st.caption(note[:1].upper() + note[1:])
 
     st.subheader("Attention")
     attn = np.asarray(prediction.attention)  # (L, H, T, T)
