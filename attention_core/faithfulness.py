@@ -550,7 +550,7 @@ class RunReport:
     knock_out_mode: str
     head_accuracy: list[list[float]]  # (L, H), (L + 1, H) with a pooling attention: accuracy with that head alone off
     head_loss: list[list[float]]  # (L, H)
-    pruning_order: list[str]  # heads, least important first (smallest loss when knocked out alone)
+    pruning_order: list[str]  # heads (head_name), least important first (smallest loss when knocked out alone)
     pruning_accuracy: list[float]  # accuracy with the first k heads of pruning_order off, k = 0…L·H
     methods: list[str]
     titles: dict[str, str]
@@ -680,7 +680,7 @@ def run_report(
         knock_out_mode=knock_out_mode,
         head_accuracy=[[single[(layer, h)][0] for h in range(cfg.n_heads)] for layer in range(cfg.n_attention_maps)],
         head_loss=[[single[(layer, h)][1] for h in range(cfg.n_heads)] for layer in range(cfg.n_attention_maps)],
-        pruning_order=[head_name(*hd) for hd in pruning],
+        pruning_order=[head_name(*hd, cfg) for hd in pruning],
         pruning_accuracy=pruning_accuracy,
         methods=names,
         titles={m.name: m.title for m in chosen},

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from attention_core.errors import ConfigError, EmbeddingError
-from attention_core.faithfulness import head_name, knock_out
+from attention_core.faithfulness import head_name, knock_out, map_spec_names
 from attention_core.runs import Run
 from attention_core.sentence import SentenceOutput
 from attention_core.text import TOKENIZERS
@@ -176,7 +176,7 @@ def _knock_out(s: _Sentence, rng: np.random.Generator) -> list[Question]:
     for layer in range(cfg.n_attention_maps):
         for head in range(cfg.n_heads):
             off = s.run.forward(s.text, edit_attention=knock_out([(layer, head)], cfg))
-            change[head_name(layer, head)] = float(off.probabilities[s.predicted]) - p
+            change[head_name(layer, head, cfg)] = float(off.probabilities[s.predicted]) - p
     ranked = sorted(change, key=lambda h: -abs(change[h]))
     answer, margin = ranked[0], MARGINS["knock_out"]
     clear = [h for h in ranked[1:] if abs(change[answer]) - abs(change[h]) >= margin]
@@ -185,7 +185,7 @@ def _knock_out(s: _Sentence, rng: np.random.Generator) -> list[Question]:
     distractors = _distractors(rng, clear)
     options = _shuffled(rng, answer, distractors)
     lines = ", ".join(f"{h} → {p + change[h]:.3f} ({change[h]:+.3f})" for h in sorted(options))
-    pooling = (f" ({cfg.n_attention_maps}.h: the {cfg.map_names()[-1].lower()} attention's heads)"
+    pooling = (f" ({map_spec_names(cfg)[-1]}.h: the {cfg.map_names()[-1].lower()} attention's heads)"
                if cfg.n_attention_maps > cfg.n_layers else "")
     return [Question(
         key=f"knock_out|{s.run.name}|{s.text}",

@@ -623,8 +623,17 @@ class Trainer:
     :class:`EpochRecord` after every epoch; they run in the training thread, so keep them short.
 
     Example:
-        >>> trainer = Trainer(ModelConfig(), TrainConfig(epochs=3), dataset, load_embeddings())
-        >>> result = trainer.run(on_epoch=lambda rec: print(rec.val_accuracy))
+        >>> from attention_core.data import dataset_from_lists
+        >>> dataset = dataset_from_lists(["a great phone", "an awful phone", "great value", "awful value"] * 5,
+        ...                              ["pos", "neg", "pos", "neg"] * 5)
+        >>> trainer = Trainer(ModelConfig(n_layers=1, n_heads=2), TrainConfig(epochs=3), dataset, load_embeddings())
+        >>> def report(rec): print(f"epoch {rec.epoch}: validation accuracy {rec.val_accuracy:.0%}")
+        >>> result = trainer.run(on_epoch=report)  # doctest: +ELLIPSIS
+        epoch 1: validation accuracy ...%
+        epoch 2: validation accuracy ...%
+        epoch 3: validation accuracy ...%
+        >>> result.label_names, len(result.train_set), len(result.val_set)
+        (('neg', 'pos'), 16, 4)
     """
 
     def __init__(

@@ -13,7 +13,7 @@ page_setup("Faithfulness", "⚖️")
 st.title("Is attention an explanation?")
 intro = st.empty()  # says how many methods the model picked below has
 
-link = view_link.ViewLink("Faithfulness")  # ?run=…&sentence=…&tab=…&off=1.2,2.4&mode=…
+link = view_link.ViewLink("Faithfulness")  # ?run=…&sentence=…&tab=…&off=1.2,pooling.1&mode=…
 link.add(view_link.run())
 path, run = sidebar_run("faith_run")
 intro.caption(
@@ -38,7 +38,7 @@ with tab_run:  # first: a sentence the model cannot read stops the page below, n
             st.caption("Switches every head off in turn, then scores every method on each sentence: about a minute for "
                        "600 sentences, more on a busy machine. The server keeps the result, so a second look is instant.")
         else:
-            views.report_views(report, views.map_names(run))
+            views.report_views(report, run)
     st.divider()
     views.what_it_means()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import doctest
 import io
 import json
 from collections import Counter
@@ -448,10 +447,6 @@ def test_a_normal_csv_passes_silently_and_says_how_much_is_known() -> None:
     ds = load_dataset(many(), is_known={"good", "bad", "movie", "number"}.__contains__)
     assert ds.report.warnings == () and ds.report.known_share == 1.0  # the numbers are no words, known or not
     assert "unknown words: 25.0% of tokens (100.0% of the text's letters are in known words)" in ds.report.summary()
-
-
-def test_docstring_examples() -> None:
-    assert doctest.testmod(data).failed == 0
 
 
 # --- split / subset ---------------------------------------------------------------------------

@@ -121,6 +121,15 @@ def test_parse_heads_is_one_based_and_empty_means_none():
         knock_out([(0, 0)], ModelConfig(), "half")
 
 
+def test_the_run_report_names_the_pooling_heads_as_the_cli_takes_them(bundled):
+    texts, labels = bundled.validation
+    report = run_report(bundled.model, bundled.encoder, bundled.label_names, texts[:2], labels[:2],
+                        methods=["leave_one_out"], n_permutations=0)
+    assert sorted(report.pruning_order) == sorted(f"{m}.{h}" for m in (1, 2, "pooling") for h in (1, 2, 3, 4))
+    heads = parse_heads(",".join(report.pruning_order), bundled.model_config)  # as the CLI's --knock-out takes them
+    assert sorted(heads) == [(m, h) for m in range(3) for h in range(4)]
+
+
 def test_a_pooling_attention_is_one_more_layer_of_heads_to_knock_out_and_to_shuffle():
     model = tiny_model(seed=2, pooling="attention")
     ids, mask = padded_batch()
@@ -351,7 +360,7 @@ def test_erasure_in_leave_one_out_order_beats_random_on_the_bundled_validation_s
     assert np.array(report.head_accuracy).shape == (cfg.n_attention_maps, cfg.n_heads)
     assert len(report.pruning_accuracy) == cfg.n_attention_maps * cfg.n_heads + 1
     assert report.pruning_accuracy[0] == report.accuracy
-    assert sorted(report.pruning_order) == sorted(f"{l}.{h}" for l in (1, 2, 3) for h in (1, 2, 3, 4))
+    assert sorted(report.pruning_order) == sorted(f"{m}.{h}" for m in (1, 2, "pooling") for h in (1, 2, 3, 4))
     stages = [p.stage for p in seen]
     assert stages.count("heads") == 2 * cfg.n_attention_maps * cfg.n_heads + 1 and stages.count("sentences") == report.n
     assert seen[-1].done == seen[-1].total

@@ -35,6 +35,7 @@ def bars(at: AppTest, key: str) -> dict[str, float]:
     return dict(zip(trace["y"], array(trace["x"]).tolist(), strict=True))
 
 
+POOLING = ["pooling.1", "pooling.2", "pooling.3", "pooling.4"]  # the bundled model's pooling heads, as the CLI names them
 ERASER = ["comprehensiveness ↑", "sufficiency ↓"]
 HEADS = ["map", "accuracy", "accuracy change", "loss", "pruned"]
 
@@ -119,7 +120,10 @@ def test_run_report_shows_its_tables_and_a_second_look_is_instant(bundled, monke
     expected = run_report(bundled.model, bundled.encoder, bundled.label_names, texts[:6], labels[:6])
     (heads,) = tables(at, HEADS)
     assert len(heads) == 12 and list(heads.index[:2]) == ["1.1", "1.2"]  # 2 layers and the pooling attention, 4 heads each
-    assert list(heads.index[-4:]) == ["3.1", "3.2", "3.3", "3.4"] and set(heads["map"][-4:]) == {"pooling"}
+    assert list(heads.index[-4:]) == POOLING and set(heads["map"][-4:]) == {"pooling"}  # named as the CLI names them
+    assert sorted(heads["pruned"]) == list(range(1, 13))  # every head found in the pruning order by its name
+    pruned = chart(at, "faith_report_pruning")["data"][0]["x"]
+    assert {f"+{h}" for h in POOLING} <= set(pruned) and pruned[0] == "none"
     assert heads["accuracy"].tolist() == pytest.approx(np.ravel(expected.head_accuracy), abs=1e-4)
     sentence_eraser, eraser = tables(at, ERASER)  # in the order of the tabs
     assert not eraser.equals(sentence_eraser)
@@ -167,9 +171,11 @@ def test_a_pooling_attention_is_a_method_and_its_heads_can_be_knocked_out(bundle
     assert "Pooling attention" in chart(at, "faith_scores")["data"][0]["y"]
     assert "score every word with 8 methods" in at.caption[0].value  # the intro counts this model's methods
     heads = at.multiselect(key="faith_heads")
-    assert heads.options[-4:] == ["3.1", "3.2", "3.3", "3.4"]  # layer 3: the pooling query's heads
-    heads.set_value(["3.1", "3.2", "3.3", "3.4"]).run()
+    assert heads.options[-4:] == POOLING and heads.options[:2] == ["1.1", "1.2"]  # the layers', then the pooling query's
+    assert "pooling.1 is the pooling attention's head 1" in heads.help
+    heads.set_value(POOLING).run()
     assert not at.exception
+    assert any(f"{', '.join(POOLING)} off" in m.value for m in at.markdown)
     text = " ".join(SENTENCE)
     off = [(2, h) for h in range(4)]
     expected = pooled.predict(text, edit_attention=knock_out(off, pooled.model_config, "zero")).probabilities
@@ -181,7 +187,7 @@ def test_a_pooling_attention_is_a_method_and_its_heads_can_be_knocked_out(bundle
     assert not at.exception and not at.error
     assert at.multiselect(key="faith_heads").options[-1] == "2.4"
     assert "score every word with 7 methods" in at.caption[0].value  # no pooling attention, one method fewer
-    assert at.multiselect(key="faith_heads").value == []  # its heads 3.x do not exist there: none kept, no error
+    assert at.multiselect(key="faith_heads").value == []  # it has no pooling heads: none kept, no error
     assert bars(at, "faith_ko_probs") == pytest.approx(bars(at, "faith_plain_probs"), abs=1e-12)
 
 

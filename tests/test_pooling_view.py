@@ -98,7 +98,7 @@ def test_quiz_and_knock_out_messages_name_the_pooling_attention(bundled):
         parse_heads("4.1", run.model_config)
     qs = questions(run, "the food was not good at all", np.random.default_rng(0))
     knock = [q for q in qs if q.kind == "knock_out"]
-    assert all("(3.h: the pooling attention's heads)" in q.text for q in knock)
+    assert knock and all("(pooling.h: the pooling attention's heads)" in q.text for q in knock)
     assert all(q.text.startswith(("In layer 1,", "In layer 2,")) for q in qs if q.kind == "attends_most")
 
 

@@ -287,8 +287,20 @@ def test_faithfulness_opens_on_its_tab_heads_off_and_mode(runs_dir):
     at.multiselect(key="faith_heads").unselect("1.2").run()
     assert query(at) == {"sentence": "the movie was great", "tab": "heads", "off": "2.4", "mode": "uniform"}
     bad = visit("pages/7_Faithfulness.py", off="1.2,9.9", mode="<b>x</b>")
-    assert len(notices(bad)) == 2 and any("no head 9.9" in n for n in notices(bad))
+    assert len(notices(bad)) == 2 and any("head 9.9 does not exist" in n and "pooling.HEAD" in n for n in notices(bad))
     assert bad.multiselect(key="faith_heads").value == [] and bad.radio(key="faith_mode").value == "zero"
+
+
+def test_faithfulness_names_the_pooling_heads_and_reads_an_old_link_s_number(runs_dir):
+    # the bundled model's third map is its pooling attention: "pooling.1", once written "3.1" (old links keep working)
+    at = visit("pages/7_Faithfulness.py", tab="heads", off="3.1,1.2")
+    assert not notices(at)
+    assert at.multiselect(key="faith_heads").value == ["pooling.1", "1.2"]
+    assert any("pooling.1, 1.2 off" in m.value for m in at.markdown)
+    at.multiselect(key="faith_heads").unselect("1.2").run()
+    assert query(at) == {"tab": "heads", "off": "pooling.1"}  # re-written in the new form
+    named = visit("pages/7_Faithfulness.py", tab="heads", off="Pooling.4")
+    assert not notices(named) and named.multiselect(key="faith_heads").value == ["pooling.4"]
 
 
 @pytest.mark.parametrize(("page", "address", "state"), [

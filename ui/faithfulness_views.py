@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from attention_core import Run
-from attention_core.errors import InputError
+from attention_core.errors import ConfigError, InputError
 from attention_core.faithfulness import (
     WHAT_IT_MEANS,
     Progress,
@@ -24,9 +24,11 @@ from attention_core.faithfulness import (
     available_methods,
     head_name,
     knock_out,
+    parse_heads,
     run_report,
     sentence_lab,
 )
+from attention_core.model import ModelConfig
 from attention_core.runs import run_stamp
 from ui import faithfulness_figures as figs
 from ui import figures, view_link
@@ -53,16 +55,18 @@ def method_count(run: Run) -> int:
 
 def view_params(run: Run, default_text: str) -> list[view_link.Param]:
     """What defines the page's view in the address: sentence, tab, off (the heads switched off, e.g.
-    1.2,2.4) and mode (zero | uniform)."""
-    heads = _head_names(run)
+    1.2,pooling.1; a pooling head's number, 3.1 after 2 layers, is read too) and mode (zero | uniform)."""
+    cfg = run.model_config
+    heads = _head_names(cfg)
 
     def parse_off(text: str) -> list[str]:
-        names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-        wrong = [n for n in names if n not in heads]
-        if wrong or not names:
-            raise view_link.BadParam(f"this model has no head {wrong[0] if wrong else '(none given)'}",
-                                     f"name heads as layer.head, from 1.1 to {heads[-1]}, e.g. off=1.2,2.1")
-        return names
+        try:
+            off = parse_heads(text, cfg)
+        except ConfigError as err:
+            raise view_link.BadParam(err.message, err.hint) from None
+        if not off:
+            raise view_link.BadParam("no head given", f"name heads as in the list, e.g. off=1.2,{heads[-1]}")
+        return [head_name(*hd, cfg) for hd in off]
 
     return [
         view_link.text("sentence", "faith_text", default_text),
@@ -73,10 +77,9 @@ def view_params(run: Run, default_text: str) -> list[view_link.Param]:
     ]
 
 
-def _head_names(run: Run) -> list[str]:
-    """Every head that can be switched off, "layer.head" from 1 (the pooling query's heads last)."""
-    cfg = run.model_config
-    return [head_name(layer, h) for layer in range(cfg.n_attention_maps) for h in range(cfg.n_heads)]
+def _head_names(cfg: ModelConfig) -> list[str]:
+    """Every head that can be switched off, "layer.head" from 1, then the pooling query's "pooling.head"."""
+    return [head_name(layer, h, cfg) for layer in range(cfg.n_attention_maps) for h in range(cfg.n_heads)]
 
 
 # --- one sentence ---------------------------------------------------------------------------------
@@ -146,9 +149,9 @@ def eraser_table(comprehensiveness: dict[str, float], sufficiency: dict[str, flo
 # --- head knock-out -----------------------------------------------------------------------------------
 
 
-def map_names(run: Run) -> list[str]:
+def map_names(cfg: ModelConfig) -> list[str]:
     """A name per row of attention maps: the layers, then the pooling attention if the model has one."""
-    return [name.lower() for name in run.model_config.map_names()]
+    return [name.lower() for name in cfg.map_names()]
 
 
 @st.fragment
@@ -156,16 +159,17 @@ def knock_out_lab(run: Run, text: str) -> None:
     """Pick heads to switch off and a way to do it; the prediction and every map redraw at once
     (a fragment: only this block reruns; its charts are updated in place, ``ui.live_chart``)."""
     cfg = run.model_config
-    names = map_names(run)
-    heads = _head_names(run)
+    names = map_names(cfg)
+    heads = _head_names(cfg)
+    pooling = cfg.n_attention_maps > cfg.n_layers
     left, right = st.columns([2, 1], gap="large")
     chosen = left.multiselect("Heads to switch off (layer.head)", heads, key="faith_heads",
-                              help="1.2 is layer 1's head 2" + (f"; {cfg.n_attention_maps}.h is the pooling attention's "
-                                                               "head h" if "pooling" in names else ""))
+                              help="1.2 is layer 1's head 2" + (f"; {heads[-cfg.n_heads]} is the pooling attention's "
+                                                               "head 1" if pooling else ""))
     mode = right.radio("How", list(MODES), format_func=MODES.get, **kept("faith_mode", "zero", list(MODES)))
     st.caption(MODE_TEACHES[mode])
     view_link.refresh()  # a rerun of this fragment alone: the page's address follows the heads and the mode
-    off = [(int(name.split(".")[0]) - 1, int(name.split(".")[1]) - 1) for name in chosen]
+    off = parse_heads(",".join(chosen), cfg)
     plain = run.predict(text)
     edited = run.predict(text, edit_attention=knock_out(off, cfg, mode)) if off else plain
     a, b = st.columns(2, gap="large")
@@ -241,8 +245,9 @@ def report_controls(run: Run) -> tuple[str, int, bool]:
     return mode, min(int(n), n_val), clicked
 
 
-def report_views(report: RunReport, names: list[str]) -> None:
+def report_views(report: RunReport, run: Run) -> None:
     """Per-head knock-out, the pruning curve, each method against random, agreement, Jain & Wallace's test."""
+    names = map_names(run.model_config)
     st.markdown(f"**{report.n:,} sentences**" + (f" ({report.skipped} left out: no known word)" if report.skipped else "")
                 + f" · accuracy with every head on: **{report.accuracy:.1%}** · loss {report.loss:.3f}")
     st.subheader("Each head switched off alone")
@@ -250,7 +255,7 @@ def report_views(report: RunReport, names: list[str]) -> None:
                "costs nothing is one the model does not need.")
     st.plotly_chart(figs.head_accuracy(report.head_accuracy, report.accuracy, names),
                     key="faith_report_heads")
-    st.dataframe(head_table(report, names))
+    st.dataframe(head_table(report, run.model_config))
     st.subheader("Pruning: heads off one after another, least needed first")
     st.plotly_chart(figs.pruning_curve(report.pruning_order, report.pruning_accuracy), key="faith_report_pruning")
     st.subheader("Which explanation does the model depend on?")
@@ -272,12 +277,13 @@ def report_views(report: RunReport, names: list[str]) -> None:
                     key="faith_report_tvd")
 
 
-def head_table(report: RunReport, names: list[str]) -> pd.DataFrame:
+def head_table(report: RunReport, cfg: ModelConfig) -> pd.DataFrame:
     """One row per head: accuracy and loss with it alone off, and its place in the pruning order."""
     place = {h: i + 1 for i, h in enumerate(report.pruning_order)}
-    rows = [{"head": head_name(layer, h), "map": names[layer], "accuracy": acc,
+    names = map_names(cfg)
+    rows = [{"head": head_name(layer, h, cfg), "map": names[layer], "accuracy": acc,
              "accuracy change": acc - report.accuracy, "loss": report.head_loss[layer][h],
-             "pruned": place[head_name(layer, h)]}
+             "pruned": place[head_name(layer, h, cfg)]}
             for layer, row in enumerate(report.head_accuracy) for h, acc in enumerate(row)]
     return pd.DataFrame(rows).set_index("head").round(4)
 
