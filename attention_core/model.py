@@ -27,6 +27,7 @@ POSITIONAL = ("none", "index", "sinusoidal", "learned")
 POOLING = ("mean", "max", "first", "attention")
 INIT = ("default", "seed")
 LOCAL_CONV_KINDS = ("residual", "plain", "depthwise")
+POOLING_KEYS = ("output", "input")
 MAX_LOCAL_CONV = 9  # widest local window: wider is the attention layers' job
 
 # An intervention on the attention weights: (layer index, weights (B, H, T, T), key mask (B, 1, 1, T))
@@ -52,6 +53,11 @@ class ModelConfig:
     attention_bias: bool = True  # biases in the q/k/v (and out) projections
     attention_out_proj: bool = True  # an output projection after the heads (the seed has none)
     pooling: str = "mean"  # mean | max | first | attention (a learned query per head attends over the tokens)
+    # With pooling="attention", what the label's query compares: each token's vector after the layers
+    # (output), or as it entered them (input: word vector, position and window), taking the after-layers vector
+    # either way. The layers gather the sentence on every token, so "output" keys are alike and the map even.
+    # Read only with pooling="attention" (other poolings have no keys).
+    pooling_keys: str = "output"
     dropout: float = 0.1  # on attention weights, block outputs and the pooled vector
     embedding_dropout: float = 0.0  # on the word vectors entering the model (training only)
     word_dropout: float = 0.0  # share of training tokens read as <unk>, so no single word carries a label
@@ -88,6 +94,8 @@ class ModelConfig:
         if not (self.local_conv == 0 or (1 <= self.local_conv <= MAX_LOCAL_CONV and self.local_conv % 2 == 1)):
             bad("local_conv", self.local_conv,
                 f"use 0 (off) or an odd width from 1 to {MAX_LOCAL_CONV} (3 reads each word with one neighbour per side)")
+        if self.pooling_keys not in POOLING_KEYS:
+            bad("pooling_keys", self.pooling_keys, f"choose one of {', '.join(POOLING_KEYS)}")
         if self.local_conv_kind not in LOCAL_CONV_KINDS:
             bad("local_conv_kind", self.local_conv_kind, f"choose one of {', '.join(LOCAL_CONV_KINDS)}")
         if self.local_conv_zero_init and self.local_conv_kind == "plain":
@@ -209,9 +217,11 @@ class AttentionPooling(nn.Module):
 
     The weights say which words decided the label. Returned as a (T, T) map whose every row is the
     query's weights over the tokens, so it stacks with the layers' maps (the last map of the stack).
+    With ``cfg.pooling_keys == "input"`` the query is compared with ``keys`` (the tokens as they entered
+    the layers, layer-normed) instead of ``x``; the weighted sum is of ``x`` either way.
 
     Shape:
-        x (B, T, D), mask (B, T) bool → pooled (B, D), weights (B, H, T, T) (every row the same).
+        x (B, T, D), mask (B, T) bool, keys (B, T, D) → pooled (B, D), weights (B, H, T, T) (every row the same).
     """
 
     def __init__(self, cfg: ModelConfig) -> None:
@@ -219,14 +229,22 @@ class AttentionPooling(nn.Module):
         d = cfg.model_dim
         self.query = nn.Parameter(torch.randn(d) * d**-0.5)  # the sentence's question to its words
         self.attn = MultiHeadAttention(d, cfg.n_heads, bias=cfg.attention_bias, dropout=cfg.dropout)
+        self.key_norm = nn.LayerNorm(d) if cfg.pooling_keys == "input" else None
 
     def forward(
-        self, x: Tensor, mask: Tensor, edit_weights: Callable[[Tensor], Tensor] | None = None
+        self, x: Tensor, mask: Tensor, edit_weights: Callable[[Tensor], Tensor] | None = None,
+        keys: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
         b, t, d = x.shape
         query = self.query.expand(b, 1, d)  # (B, 1, D)
+        if self.key_norm is not None:
+            if keys is None:
+                raise ValueError("this pooling attention compares the tokens as they entered the layers: pass keys")
+            context = self.key_norm(keys)  # (B, T, D)
+        else:
+            context = x
         # (B, 1, D), (B, H, 1, T)
-        pooled, weights = self.attn(query, x, mask[:, None, None, :], edit_weights=edit_weights)
+        pooled, weights = self.attn(query, context, mask[:, None, None, :], value=x, edit_weights=edit_weights)
         return pooled[:, 0], weights.expand(-1, -1, t, -1)  # (B, D), (B, H, T, T)
 
 
@@ -359,6 +377,7 @@ class AttentionClassifier(nn.Module):
         if self.local_conv is not None:  # each token's vector now carries its neighbours'
             x = self.local_conv(x, mask)
         attn_mask = mask[:, None, None, :]  # (B, 1, 1, T): padded keys are never attended
+        entered = x  # (B, T, D): the tokens as they enter the layers (the pooling's keys with pooling_keys="input")
         weights = []
         for layer, block in enumerate(self.blocks):
             edit = None if edit_attention is None else lambda w, layer=layer: edit_attention(layer, w, attn_mask)
@@ -368,7 +387,7 @@ class AttentionClassifier(nn.Module):
         if self.pooling is not None:
             layer = len(self.blocks)  # the pooling query's map comes after the layers'
             edit = None if edit_attention is None else lambda w: edit_attention(layer, w, attn_mask)
-            pooled, w = self.pooling(x, mask, edit)  # (B, D), (B, H, T, T)
+            pooled, w = self.pooling(x, mask, edit, keys=entered)  # (B, D), (B, H, T, T)
             weights.append(w)
         else:
             pooled = pool(x, mask, cfg.pooling)  # (B, D)

@@ -401,6 +401,7 @@ def reference_forward(model: AttentionClassifier, ids: torch.Tensor, mask: torch
         window = F.conv1d(x.transpose(1, 2), conv.weight, conv.bias, padding=cfg.local_conv // 2, groups=groups)
         window = F.gelu(window.transpose(1, 2))  # (B, T, D)
         x = (window if cfg.local_conv_kind == "plain" else x + window) * keep
+    entered = x  # the pooling's keys with pooling_keys="input": the tokens as they enter the layers
     weights = []
     for block in model.blocks:
         x, w = block(x, mask[:, None, None, :], True)
@@ -408,7 +409,8 @@ def reference_forward(model: AttentionClassifier, ids: torch.Tensor, mask: torch
     x = model.final_norm(x)
     if cfg.pooling == "attention":  # one learned query per head over the tokens; its row drawn for every query
         query = model.pooling.query.expand(x.shape[0], 1, -1)
-        pooled, w = model.pooling.attn(query, x, mask[:, None, None, :])
+        keys = model.pooling.key_norm(entered) if cfg.pooling_keys == "input" else x
+        pooled, w = model.pooling.attn(query, keys, mask[:, None, None, :], value=x)
         pooled = pooled[:, 0]
         weights.append(w.expand(-1, -1, x.shape[1], -1))
     else:
@@ -424,6 +426,8 @@ FORWARD_CONFIGS = {
     "max pooling": ModelConfig(**{**SMALL, "n_classes": 3, "pooling": "max"}),
     "dropout in eval": ModelConfig(**{**SMALL, "n_classes": 3, "dropout": 0.3}),
     "attention pooling": ModelConfig(**{**SMALL, "n_classes": 3, "pooling": "attention"}),
+    "attention pooling, input keys": ModelConfig(**{**SMALL, "n_classes": 3, "pooling": "attention",
+                                                    "pooling_keys": "input"}),
     "plain local conv": ModelConfig(**{**SMALL, "n_classes": 3, "local_conv": 3, "local_conv_kind": "plain"}),
     "depthwise local conv": ModelConfig(**{**SMALL, "n_classes": 3, "local_conv": 5, "local_conv_kind": "depthwise"}),
 }

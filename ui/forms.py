@@ -8,7 +8,7 @@ from dataclasses import replace
 import streamlit as st
 
 from attention_core import ModelConfig, TrainConfig, preset
-from attention_core.model import MAX_LOCAL_CONV, POOLING, POSITIONAL
+from attention_core.model import MAX_LOCAL_CONV, POOLING, POOLING_KEYS, POSITIONAL
 from attention_core.presets import DEFAULT, PRESETS
 from attention_core.training import KEEP_BY, LR_SCHEDULES, MAX_SNAPSHOTS, OPTIMIZERS, SAMPLINGS
 from ui import view_link
@@ -101,7 +101,13 @@ def hyperparameter_form(default_probe: str, data_name: str, *, on_start: Callabl
                          help="The validation figure that picks the kept epoch, and that patience waits on: the loss, "
                          "or macro-F1 (every class counts the same).")
             windows = [0, *range(3, MAX_LOCAL_CONV + 1, 2)]
-            c1, c2, *_ = st.columns(4)
+            c1, c2, c3, _ = st.columns(4)
+            c3.selectbox("Pooling compares", POOLING_KEYS, **k("keys", model.pooling_keys, POOLING_KEYS),
+                         disabled=not custom, format_func=lambda w: {"input": "words", "output": "outputs"}[w],
+                         help="With attention pooling: what the label's query compares to choose words. words: each word "
+                         "as it enters the layers (by what it is: a map that picks words); outputs: the layers' output "
+                         "(the layers have mixed the sentence into every word: the map is often even). Either way it "
+                         "sums the words as the layers left them.")
             c2.checkbox("Read capitals", **k("casing", model.casing), disabled=not custom,
                         help="GloVe's word vectors are lower-case: 'NASA' and 'nasa' are one vector. With this on, a "
                         "word written Capitalised, in CAPITALS or mIxed also gets a learned vector for that way of "
@@ -143,7 +149,8 @@ def form_settings(data_name: str) -> tuple[str, ModelConfig, TrainConfig, str]:
                         positional=v("pos"), pooling=v("pool"), dropout=float(v("drop")), residual=block,
                         layer_norm=block, feed_forward=block, freeze_embeddings=v("femb"), freeze_head=v("fhead"),
                         word_dropout=float(v("wdrop")), embedding_dropout=float(v("edrop")),
-                        local_conv=int(v("window")), casing=bool(v("casing")))
+                        local_conv=int(v("window")), casing=bool(v("casing")),
+                        pooling_keys=v("keys") if v("pool") == "attention" else "output")
         train = replace(train, label_smoothing=float(v("smooth")), lr_schedule=v("sched"),
                         patience=int(v("patience")) or None, weight_decay=float(v("wd")), sampling=v("sampling"),
                         keep_by=v("keep"), class_weights=v("cw"))
