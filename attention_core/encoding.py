@@ -206,7 +206,7 @@ class TextEncoder:
 
     def _encode(self, words: Words) -> Encoded:
         kept, ids, unknown, extra, casing = [], [], [], [], []
-        kinds = token_casing(words.text, self.tokenizer) if self.casing else [0] * len(words.tokens)
+        kinds = token_casing(words.text, words.tokens) if self.casing else [0] * len(words.tokens)
         for tok, known, kind in zip(words.tokens, words.known, kinds, strict=True):
             if known:
                 i = self.word_to_id.get(tok)

@@ -83,18 +83,18 @@ def as_written(token: str, kind: int) -> str:
     return (token, token[:1].upper() + token[1:], token.upper(), f"{token} (mIxed)")[kind]
 
 
-def token_casing(text: str, tokenizer: str = "glove") -> list[int]:
-    """A :func:`casing_kind` per token of ``TOKENIZERS[tokenizer](text)``, in the same order.
+def token_casing(text: str, tokens: list[str] | tuple[str, ...]) -> list[int]:
+    """A :func:`casing_kind` per token of ``tokens`` (``text`` as a tokenizer split it), in the same order.
 
     Every token is a piece of the normalized, lower-cased text (the "n't" split only adds a space),
     so each is found there in turn and read back from the text as written. Where lower-casing
     changes the text's length (a few non-English letters, e.g. "İ") every token counts as lower case.
 
     Example:
-        >>> list(zip(tokenize("NASA isn't BIG"), token_casing("NASA isn't BIG")))
+        >>> text = "NASA isn't BIG"
+        >>> list(zip(tokenize(text), token_casing(text, tokenize(text))))
         [('nasa', 2), ('is', 0), ("n't", 0), ('big', 2)]
     """
-    tokens = TOKENIZERS[tokenizer](text)
     written = unicodedata.normalize("NFKC", text).translate(_TRANSLATE)
     lowered = written.lower()
     if len(lowered) != len(written):

@@ -773,10 +773,9 @@ class Trainer:
         return counts.sum() / (len(counts) * counts.clamp(min=1))
 
     @torch.no_grad()
-    def evaluate_encoded(self, ids: list, labels: list, casing: list | None = None,
-                         weight: torch.Tensor | None = None) -> tuple[float, float, list[int]]:
+    def evaluate_encoded(self, encoded: EncodedRows, weight: torch.Tensor | None = None) -> tuple[float, float, list[int]]:
         """Mean loss, accuracy and predictions on encoded rows (``Trainer._encode``'s; eval mode, batches of 256)."""
-        encoded = EncodedRows(ids, labels, casing if casing is not None else [()] * len(ids))
+        ids, labels, _ = encoded
         was_training = self.model.training
         self.model.eval()
         total, preds = 0.0, []
@@ -918,7 +917,7 @@ class Trainer:
                       loss_weight: torch.Tensor | None) -> EpochRecord:
         val_loss, val_acc, val_f1 = None, None, None
         if self._val[0]:
-            val_loss, val_acc, preds = self.evaluate_encoded(*self._val, weight=loss_weight)
+            val_loss, val_acc, preds = self.evaluate_encoded(self._val, weight=loss_weight)
             val_f1 = classification_metrics(self._val[1], preds, self.label_names).macro_f1
         return EpochRecord(epoch, tally.loss_sum / tally.seen, tally.correct / tally.seen, val_loss, val_acc,
                            round(clock.elapsed, 4), tally.seen / max(tally.seconds, 1e-9), val_f1)

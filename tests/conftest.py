@@ -25,3 +25,19 @@ def runs_dir(tmp_path, monkeypatch):
     """The app's runs root for this test: ``$ATTENTION_PLAYGROUND_RUNS`` in a temporary folder (not made yet)."""
     monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(tmp_path / "runs"))
     return tmp_path / "runs"
+
+
+@pytest.fixture(scope="session")
+def emb():
+    """The bundled word vectors (GloVe 6B 50d), loaded once for the test session."""
+    from attention_core import load_embeddings
+
+    return load_embeddings()
+
+
+@pytest.fixture(scope="module")
+def ds():
+    """The tiny sentiment set (:func:`tests.tiny_data.tiny_sentiment`)."""
+    from tests.tiny_data import tiny_sentiment
+
+    return tiny_sentiment()

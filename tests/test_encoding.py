@@ -13,11 +13,6 @@ from attention_core.examples import sentence_vectors
 from attention_core.text import tokenize, whitespace_tokenize
 
 
-@pytest.fixture(scope="module")
-def emb():
-    return load_embeddings()
-
-
 def test_look_up_marks_the_tokens_the_vectors_know(emb):
     words = look_up("The food wasn't xqzzy, at ALL!", emb.__contains__)
     assert list(words.tokens) == tokenize("The food wasn't xqzzy, at ALL!")

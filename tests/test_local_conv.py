@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention_core import ModelConfig, Run, TrainConfig, Trainer, load_embeddings, load_run, save_run
+from attention_core import ModelConfig, Run, TrainConfig, Trainer, load_run, save_run
 from attention_core.errors import ConfigError
 from attention_core.model import AttentionClassifier, LocalConv
 from attention_core.presets import preset
-from tests.tiny_data import tiny_sentiment
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"vocab_size": 12, "embedding_dim": 8, "n_layers": 2, "n_heads": 2, "d_model": 8, "d_ff": 16, "max_len": 16,
@@ -28,16 +27,6 @@ def small_model(**overrides: object) -> AttentionClassifier:
     torch.manual_seed(0)
     cfg = ModelConfig(**{**SMALL, **overrides})
     return AttentionClassifier(cfg, torch.randn(cfg.vocab_size, cfg.embedding_dim)).eval()
-
-
-@pytest.fixture(scope="module")
-def emb():
-    return load_embeddings()
-
-
-@pytest.fixture(scope="module")
-def ds():
-    return tiny_sentiment()
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention_core import ModelConfig, Run, TrainConfig, Trainer, load_embeddings, load_run, save_run
+from attention_core import ModelConfig, Run, TrainConfig, Trainer, load_run, save_run
 from attention_core.errors import ConfigError
 from attention_core.model import AttentionClassifier
 from attention_core.presets import preset
-from tests.tiny_data import tiny_sentiment
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ModelConfig(vocab_size=12, embedding_dim=8, n_layers=2, n_heads=2, d_model=8, d_ff=16, max_len=16,
@@ -72,8 +71,7 @@ def test_a_bad_setting_is_refused_with_a_hint_and_other_poolings_ignore_it() -> 
     assert mean.pooling is None and mean(torch.tensor([[2, 3]]))[1].shape[0] == SMALL.n_layers
 
 
-def test_training_is_deterministic_and_a_run_saves_and_loads(tmp_path) -> None:
-    emb, ds = load_embeddings(), tiny_sentiment()
+def test_training_is_deterministic_and_a_run_saves_and_loads(emb, ds, tmp_path) -> None:
     cfg = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32, pooling="attention", pooling_keys="input")
     train = TrainConfig(epochs=2, batch_size=4, val_fraction=0.25, seed=1)
     a, b = (Trainer(cfg, train, ds, emb).run() for _ in range(2))

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, load_run, save_run
+from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, load_run, save_run
 from attention_core.errors import ConfigError
 from attention_core.metrics import classification_metrics
 from attention_core.model import AttentionClassifier
 from attention_core.training import EpochRecord, History, epoch_rows, lr_factor, resolved_sampling
-from tests.tiny_data import NEG, POS, tiny_sentiment
+from tests.tiny_data import NEG, POS
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"vocab_size": 12, "embedding_dim": 8, "n_layers": 2, "n_heads": 2, "d_model": 8, "d_ff": 16, "max_len": 16}
@@ -30,16 +30,6 @@ def small_model(**overrides: object) -> AttentionClassifier:
     torch.manual_seed(0)
     cfg = ModelConfig(**{**SMALL, "n_classes": 3, **overrides})
     return AttentionClassifier(cfg, torch.randn(cfg.vocab_size, cfg.embedding_dim)).eval()
-
-
-@pytest.fixture(scope="module")
-def emb():
-    return load_embeddings()
-
-
-@pytest.fixture(scope="module")
-def ds():
-    return tiny_sentiment()
 
 
 def test_attention_pooling_map_is_the_last_of_the_stack_and_ignores_padding() -> None:
@@ -300,7 +290,7 @@ def test_validation_macro_f1_is_recorded_and_older_histories_still_load(ds, emb)
     tc = TrainConfig(epochs=3, batch_size=4, val_fraction=0.34, snapshots=0)
     trainer = Trainer(NEW_OPTIONS, tc, ds, emb)
     h = trainer.run().history
-    _, accuracy, preds = trainer.evaluate_encoded(*trainer._val)  # the kept weights
+    _, accuracy, preds = trainer.evaluate_encoded(trainer._val)  # the kept weights
     kept = h.epochs[h.kept_epoch - 1]
     assert kept.val_accuracy == accuracy
     assert kept.val_macro_f1 == classification_metrics(trainer._val[1], preds, trainer.label_names).macro_f1

@@ -18,11 +18,6 @@ TINY = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32, dropout=0.0)
 
 
 @pytest.fixture(scope="module")
-def emb():
-    return load_embeddings()
-
-
-@pytest.fixture(scope="module")
 def tiny_ds():
     return dataset_from_lists(POS + NEG, ["pos"] * len(POS) + ["neg"] * len(NEG))
 
@@ -149,7 +144,7 @@ def test_keeps_best_weights_by_validation_loss(emb):
     h = result.history
     best = min(h.epochs, key=lambda e: e.val_loss)
     assert h.kept_epoch == best.epoch
-    val_loss, _, _ = trainer.evaluate_encoded(*trainer._val)
+    val_loss, _, _ = trainer.evaluate_encoded(trainer._val)
     assert val_loss == pytest.approx(best.val_loss, rel=1e-5)
 
 
