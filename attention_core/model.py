@@ -13,129 +13,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields, replace
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attention_core.attention import MultiHeadAttention
-from attention_core.errors import ConfigError
+from attention_core.configs import (  # noqa: F401 — ModelConfig and its choices, re-exported
+    INIT,
+    LOCAL_CONV_KINDS,
+    MAX_LOCAL_CONV,
+    POOLING,
+    POOLING_KEYS,
+    POSITIONAL,
+    ModelConfig,
+    with_data,
+)
 from attention_core.text import CASINGS
-
-POSITIONAL = ("none", "index", "sinusoidal", "learned")
-POOLING = ("mean", "max", "first", "attention")
-INIT = ("default", "seed")
-LOCAL_CONV_KINDS = ("residual", "plain", "depthwise")
-POOLING_KEYS = ("output", "input")
-MAX_LOCAL_CONV = 9  # widest local window: wider is the attention layers' job
 
 # An intervention on the attention weights: (layer index, weights (B, H, T, T), key mask (B, 1, 1, T))
 # → the weights that layer's heads attend with instead (head knock-out, permuted attention).
 AttentionEdit = Callable[[int, Tensor, Tensor], Tensor]
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Architecture of an :class:`AttentionClassifier`; saved as JSON with every run."""
-
-    n_classes: int = 2  # output classes (set from the data)
-    vocab_size: int = 2  # run vocabulary incl. <pad>=0 and <unk>=1 (set from the data)
-    embedding_dim: int = 50  # E, the word vectors' dim (GloVe 6B 50d: 50)
-    n_layers: int = 2  # attention layers stacked
-    n_heads: int = 4  # heads per layer; d_model must divide by it
-    d_model: int | None = 64  # D; None = the input dim (E, or E+1 with the position index)
-    positional: str = "sinusoidal"  # none | index (seed: append position 0,1,2… as a feature) | sinusoidal | learned
-    residual: bool = True  # x + attention(x) rather than attention(x)
-    layer_norm: bool = True  # pre-norm LayerNorm before attention / feed-forward, and at the end
-    feed_forward: bool = True  # a position-wise MLP after each attention
-    d_ff: int = 128  # hidden width of that MLP
-    attention_bias: bool = True  # biases in the q/k/v (and out) projections
-    attention_out_proj: bool = True  # an output projection after the heads (the seed has none)
-    pooling: str = "mean"  # mean | max | first | attention (a learned query per head attends over the tokens)
-    # With pooling="attention", what the label's query compares: each token's vector after the layers
-    # (output), or as it entered them (input: word vector, position and window), taking the after-layers vector
-    # either way. The layers gather the sentence on every token, so "output" keys are alike and the map even.
-    # Read only with pooling="attention" (other poolings have no keys).
-    pooling_keys: str = "output"
-    dropout: float = 0.1  # on attention weights, block outputs and the pooled vector
-    embedding_dropout: float = 0.0  # on the word vectors entering the model (training only)
-    word_dropout: float = 0.0  # share of training tokens read as <unk>, so no single word carries a label
-    freeze_embeddings: bool = False  # keep the pretrained word vectors fixed (default: fine-tune them)
-    freeze_head: bool = False  # keep the classifier head fixed (the seed post did)
-    max_len: int = 256  # longest sequence the positional encoding covers
-    init: str = "default"  # default (PyTorch's) | seed (N(0,1)/100 weights, zero biases, V = K)
-    local_conv: int = 0  # width of a 1-D convolution over neighbouring tokens before the first attention layer (0 = off)
-    local_conv_kind: str = "residual"  # residual (x + conv) | plain (conv alone) | depthwise (x + one filter per feature)
-    local_conv_zero_init: bool = False  # start the convolution at 0: a residual model begins as the one without it
-    # Read how each word was written (Capitalised, CAPITALS, mIxed): a learned vector per kind added to
-    # the lower-case word vector; lower case adds nothing, so all-lower-case text reads as without it.
-    casing: bool = False
-
-    def __post_init__(self) -> None:
-        def bad(name: str, value: object, hint: str) -> None:
-            raise ConfigError(f"{name} = {value!r} is not valid", hint)
-
-        if self.n_classes < 2:
-            bad("n_classes", self.n_classes, "a classifier needs at least 2 classes")
-        if self.d_model is not None and self.d_model < 1:
-            bad("d_model", self.d_model, "use a positive model dim, or None for the input dim")
-        for name in ("n_layers", "n_heads", "embedding_dim", "d_ff", "max_len"):
-            if getattr(self, name) < 1:
-                bad(name, getattr(self, name), "use a positive number")
-        if self.n_layers > 12 or self.n_heads > 16:
-            bad("n_layers/n_heads", (self.n_layers, self.n_heads), "live CPU training allows up to 12 layers × 16 heads")
-        if self.positional not in POSITIONAL:
-            bad("positional", self.positional, f"choose one of {', '.join(POSITIONAL)}")
-        if self.pooling not in POOLING:
-            bad("pooling", self.pooling, f"choose one of {', '.join(POOLING)}")
-        if self.init not in INIT:
-            bad("init", self.init, f"choose one of {', '.join(INIT)}")
-        if not (self.local_conv == 0 or (1 <= self.local_conv <= MAX_LOCAL_CONV and self.local_conv % 2 == 1)):
-            bad("local_conv", self.local_conv,
-                f"use 0 (off) or an odd width from 1 to {MAX_LOCAL_CONV} (3 reads each word with one neighbour per side)")
-        if self.pooling_keys not in POOLING_KEYS:
-            bad("pooling_keys", self.pooling_keys, f"choose one of {', '.join(POOLING_KEYS)}")
-        if self.local_conv_kind not in LOCAL_CONV_KINDS:
-            bad("local_conv_kind", self.local_conv_kind, f"choose one of {', '.join(LOCAL_CONV_KINDS)}")
-        if self.local_conv_zero_init and self.local_conv_kind == "plain":
-            bad("local_conv_zero_init", self.local_conv_zero_init,
-                "a plain convolution started at 0 passes nothing on: use it with residual or depthwise")
-        for name in ("dropout", "embedding_dropout", "word_dropout"):
-            if not 0.0 <= getattr(self, name) < 1.0:
-                bad(name, getattr(self, name), "use a value in [0, 1)")
-        if self.model_dim % self.n_heads:
-            bad("n_heads", self.n_heads, f"model dim {self.model_dim} must be divisible by the number of heads")
-
-    @property
-    def input_dim(self) -> int:
-        """Features per token entering the model: E, plus 1 for the seed's position index."""
-        return self.embedding_dim + (1 if self.positional == "index" else 0)
-
-    @property
-    def model_dim(self) -> int:
-        return self.input_dim if self.d_model is None else self.d_model
-
-    @property
-    def n_attention_maps(self) -> int:
-        """Attention maps per head the forward pass returns: one per layer, plus the pooling query's."""
-        return self.n_layers + (1 if self.pooling == "attention" else 0)
-
-    def map_names(self) -> list[str]:
-        """A name per attention map, in the forward pass's order: "Layer 1" … "Layer L", then "Pooling"
-        for the pooling query's (map index ``n_layers``, one row: the label's query over the tokens)."""
-        return [f"Layer {i + 1}" for i in range(self.n_layers)] + ["Pooling"] * (self.n_attention_maps - self.n_layers)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> ModelConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ConfigError(f"unknown model setting(s) {sorted(unknown)}", f"known settings: {sorted(known)}")
-        return cls(**data)
 
 
 def sinusoidal_table(max_len: int, dim: int) -> Tensor:
@@ -403,8 +301,3 @@ def pool(x: Tensor, mask: Tensor, how: str) -> Tensor:
     if how == "max":  # an all-padding row would be −∞: give it 0 like mean pooling does
         return x.masked_fill(m == 0, float("-inf")).amax(dim=1).nan_to_num(neginf=0.0)
     return (x * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
-
-
-def with_data(cfg: ModelConfig, *, n_classes: int, vocab_size: int, embedding_dim: int) -> ModelConfig:
-    """The config with the sizes that come from the data filled in."""
-    return replace(cfg, n_classes=n_classes, vocab_size=vocab_size, embedding_dim=embedding_dim)

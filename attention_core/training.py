@@ -16,31 +16,44 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from attention_core.configs import (  # noqa: F401 — TrainConfig and its choices, re-exported
+    KEEP_BY,
+    KEPT_BY_WORDS,
+    LR_SCHEDULES,
+    MAX_SNAPSHOTS,
+    OPTIMIZERS,
+    SAMPLINGS,
+    ModelConfig,
+    TrainConfig,
+    with_data,
+)
 from attention_core.data import TextDataset, check_known_words
 from attention_core.embeddings import Embeddings, load_embeddings
 from attention_core.encoding import UNK, TextEncoder
 from attention_core.errors import ConfigError, DataError, EmbeddingError
+from attention_core.history import (  # noqa: F401 — re-exported
+    EpochRecord,
+    History,
+    ProbeRecord,
+    ProbeSentence,
+    StepEvent,
+    patience_stop,
+)
 from attention_core.metrics import classification_metrics
-from attention_core.model import AttentionClassifier, AttentionEdit, ModelConfig, with_data
+from attention_core.model import AttentionClassifier, AttentionEdit
 from attention_core.post_sgd import PostModelSGDStep, post_sgd_step_applies
 from attention_core.sentence import evaluating, run_encoded
 from attention_core.text import TOKENIZERS
 
-OPTIMIZERS = ("adamw", "adam", "sgd")
-LR_SCHEDULES = ("constant", "linear", "cosine")
-SAMPLINGS = ("shuffle", "sqrt", "balanced", "auto")
 SKEWED_SHARE = 0.5  # sampling="auto" balances when the rarest class has under this share of an equal split's rows
-KEEP_BY = ("loss", "macro_f1")
-KEPT_BY_WORDS = {"loss": "the lowest validation loss", "macro_f1": "the highest validation macro-F1"}  # for each KEEP_BY
 MAX_PROBE_RECORDS = 100  # attention snapshots per probe sentence kept in the history
-MAX_SNAPSHOTS = 50  # weight snapshots a run may keep (each ~0.65 MB for the default model)
 CHECK_ROWS = 5_000  # rows check_settings tokenizes to see how much text the word vectors know (~0.1 s)
 
 
@@ -59,184 +72,6 @@ class BatchTensors(NamedTuple):
     mask: torch.Tensor | None
     labels: torch.Tensor
     casing: torch.Tensor | None
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """How to train; saved as JSON with every run."""
-
-    epochs: int = 10  # passes over the training rows
-    batch_size: int = 64  # rows per step; 1 = per-example SGD like the seed
-    lr: float = 2e-3  # learning rate
-    optimizer: str = "adamw"  # adamw | adam | sgd
-    weight_decay: float = 0.01  # decoupled for adamw, L2 for the others
-    embedding_lr: float = 1.0  # the word vectors' learning rate as a share of lr (lower: they drift less from GloVe)
-    lr_schedule: str = "constant"  # constant | linear | cosine: decay to 0 over the planned steps (epochs × batches)
-    warmup: float = 0.0  # share of the planned steps over which the learning rate rises from 0
-    label_smoothing: float = 0.0  # target mass spread over the other classes (less over-confident logits)
-    average_epochs: float = 0.0  # > 0: evaluate and keep a moving average of the weights over about this many epochs
-    patience: int | None = None  # stop when validation loss has not improved for this many epochs; None = never
-    val_fraction: float = 0.2  # share of rows held out (stratified) for validation
-    seed: int = 0  # same seed → same split, init, batches and history
-    class_weights: bool = False  # weight the loss by inverse class frequency (imbalanced data)
-    # Rows per class in an epoch: shuffle = each row once; sqrt = classes in proportion to √(their rows);
-    # balanced = every class equally. A rare class's rows repeat, a common one's are subsampled; the epoch
-    # keeps its length. Skewed classes: the rare ones are seen more often without reweighting the loss.
-    # auto = balanced when the rarest class has under half of an equal split's rows (1/(2·classes) of the
-    # data: TREC's 1.6 % ABBR of 6 classes), else shuffle (a mild skew, CR's 36 % of 2, is a prior worth keeping).
-    sampling: str = "shuffle"
-    # The validation figure that picks the kept epoch (and that patience waits on): loss, or macro-F1
-    # (every class counts the same: a rare class's recall is not drowned by the common ones).
-    keep_by: str = "loss"
-    time_budget: float | None = None  # stop after this many seconds of training
-    grad_clip: float | None = 1.0  # clip the gradient norm; None = off
-    tokenizer: str = "glove"  # glove (punctuation and contractions split) | whitespace (the seed's)
-    unknown: str = "unk"  # drop unknown words (the seed) or read them as a learned <unk>
-    max_tokens: int = 64  # longer texts are truncated
-    vocab_limit: int | None = None  # use only the N most frequent embedding words (seed: 10,000)
-    probes: tuple[str, ...] = ()  # sentences whose attention is recorded during training
-    snapshots: int = 6  # weight snapshots along training (epoch 0 … last, + the kept best epoch) for any sentence's time-lapse
-    num_threads: int | None = None  # torch CPU threads; None = leave as is
-
-    def __post_init__(self) -> None:
-        def bad(name: str, hint: str) -> None:
-            raise ConfigError(f"{name} = {getattr(self, name)!r} is not valid", hint)
-
-        if self.epochs < 1 or self.epochs > 100_000:
-            bad("epochs", "use 1 … 100000")
-        if self.batch_size < 1:
-            bad("batch_size", "use a positive number; 1 = per-example SGD")
-        if not (0 < self.lr <= 1e6) or not math.isfinite(self.lr):
-            bad("lr", "use a positive learning rate such as 0.001")
-        if self.optimizer not in OPTIMIZERS:
-            bad("optimizer", f"choose one of {', '.join(OPTIMIZERS)}")
-        if not 0.0 <= self.val_fraction <= 0.9:
-            bad("val_fraction", "use a share between 0 and 0.9, e.g. 0.2")
-        if self.time_budget is not None and self.time_budget <= 0:
-            bad("time_budget", "use a positive number of seconds")
-        if self.weight_decay < 0:
-            bad("weight_decay", "use 0 or more")
-        if not 0.0 < self.embedding_lr <= 10.0:
-            bad("embedding_lr", "use a share of the learning rate in (0, 10], e.g. 0.1; freeze the vectors for 0")
-        if self.lr_schedule not in LR_SCHEDULES:
-            bad("lr_schedule", f"choose one of {', '.join(LR_SCHEDULES)}")
-        if not 0.0 <= self.warmup < 1.0:
-            bad("warmup", "use a share of the steps in [0, 1), e.g. 0.05")
-        if not 0.0 <= self.label_smoothing < 0.5:
-            bad("label_smoothing", "use a value in [0, 0.5), e.g. 0.1")
-        if not 0.0 <= self.average_epochs <= 100.0:
-            bad("average_epochs", "use 0 (off) or a number of epochs such as 2")
-        if self.sampling not in SAMPLINGS:
-            bad("sampling", f"choose one of {', '.join(SAMPLINGS)}")
-        if self.keep_by not in KEEP_BY:
-            bad("keep_by", f"choose one of {', '.join(KEEP_BY)}")
-        if self.patience is not None and self.patience < 1:
-            bad("patience", "use 1 or more epochs, or None to train every epoch")
-        if not 0 <= self.snapshots <= MAX_SNAPSHOTS:
-            bad("snapshots", f"use 0 … {MAX_SNAPSHOTS}")
-        if self.num_threads is not None and self.num_threads < 1:
-            bad("num_threads", "use 1 or more, or leave it unset for torch's default")
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["probes"] = list(self.probes)
-        return d
-
-    @classmethod
-    def from_dict(cls, data: dict) -> TrainConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ConfigError(f"unknown training setting(s) {sorted(unknown)}", f"known settings: {sorted(known)}")
-        data = dict(data)
-        if "probes" in data:
-            data["probes"] = tuple(data["probes"])
-        return cls(**data)
-
-
-@dataclass
-class EpochRecord:
-    epoch: int
-    train_loss: float
-    train_accuracy: float
-    val_loss: float | None
-    val_accuracy: float | None
-    seconds: float  # training seconds so far (pauses excluded)
-    examples_per_second: float  # this epoch's throughput
-    val_macro_f1: float | None = None  # macro-F1 on the validation rows (None without them, and in older runs)
-
-
-@dataclass
-class StepEvent:
-    epoch: int
-    step: int  # global step, from 1
-    steps_per_epoch: int
-    loss: float
-    examples_seen: int
-    seconds: float
-
-
-@dataclass
-class History:
-    """Everything a run recorded; JSON round-trips through ``to_dict`` / ``from_dict``."""
-
-    epochs: list[EpochRecord] = field(default_factory=list)
-    step_losses: list[float] = field(default_factory=list)
-    probes: list[dict] = field(default_factory=list)  # {"epoch", "sentences": [{"text","tokens","attention"}]}
-    kept_epoch: int | None = None  # the epoch whose weights the run keeps (best validation loss or macro-F1; else the last)
-    status: str = "running"  # running | finished | stopped | diverged | time budget
-    message: str = ""
-    seconds: float = 0.0
-    examples_seen: int = 0
-    skipped_rows: int = 0  # training rows with no known word (dropped)
-
-    @property
-    def examples_per_second(self) -> float:
-        return self.examples_seen / self.seconds if self.seconds > 0 else 0.0
-
-    def summary(self) -> dict:
-        """The figures ``train`` prints, of the epoch whose weights the run keeps."""
-        rec = next((e for e in self.epochs if e.epoch == self.kept_epoch), None)
-        return {
-            "status": self.status,
-            "train_loss": rec.train_loss if rec else None,
-            "val_loss": rec.val_loss if rec else None,
-            "val_accuracy": rec.val_accuracy if rec else None,
-            "best_epoch": self.kept_epoch,
-            "epochs": len(self.epochs),
-            "seconds": round(self.seconds, 3),
-            "examples_per_second": round(self.examples_per_second, 1),
-            "message": self.message,
-        }
-
-    def to_dict(self) -> dict:
-        """Plain values for JSON; the kept epoch under ``best_epoch``, its name in run files."""
-        return {("best_epoch" if k == "kept_epoch" else k): v for k, v in asdict(self).items()}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> History:
-        data = dict(data)
-        data["epochs"] = epochs = [EpochRecord(**e) for e in data.get("epochs", [])]
-        kept = data.pop("best_epoch", None)
-        if epochs and (kept is None or epochs[-1].val_loss is None):
-            kept = epochs[-1].epoch  # runs saved without validation rows named the lowest training loss, kept the last
-        data["kept_epoch"] = kept
-        return cls(**{k: v for k, v in data.items() if k in {f.name for f in fields(cls)}})
-
-
-def patience_stop(status: str, epochs_trained: int, train_config: TrainConfig) -> str:
-    """That a run's patience ended it, in a few words; "" for a run that its patience did not end.
-
-    A run that finished before its planned last epoch was ended by its patience (a Stop, the time
-    budget or a divergence give it another status). The trainer's ``History.message`` says why.
-
-    Example:
-        >>> patience_stop("finished", 12, TrainConfig(epochs=40, patience=4))
-        'stopped by patience 4 after 12 of 40 planned epochs'
-    """
-    if status != "finished" or train_config.patience is None or not 0 < epochs_trained < train_config.epochs:
-        return ""
-    return f"stopped by patience {train_config.patience} after {epochs_trained} of {train_config.epochs} planned epochs"
 
 
 @dataclass
@@ -796,15 +631,11 @@ class Trainer:
         sentences = []
         for text, encoded, batch in self._probes:
             seen = run_encoded(self.model, encoded, batch)
-            sentences.append(
-                {
-                    "text": text,
-                    "tokens": list(seen.encoded.tokens),
-                    "probabilities": [round(p, 4) for p in seen.probabilities.tolist()],
-                    "attention": torch.round(seen.attention, decimals=4).tolist(),  # (L, H, T, T)
-                }
-            )
-        self.history.probes.append({"epoch": epoch, "sentences": sentences})
+            sentences.append(ProbeSentence(
+                text, list(seen.encoded.tokens), [round(p, 4) for p in seen.probabilities.tolist()],
+                torch.round(seen.attention, decimals=4).tolist(),  # (M, H, T, T)
+            ))
+        self.history.probes.append(ProbeRecord(epoch, sentences))
 
     def run(
         self,

@@ -49,8 +49,9 @@ import numpy as np
 
 from attention_core import ModelConfig, Run, Trainer, load_run
 from attention_core.errors import InputError
+from attention_core.history import EpochRecord, ProbeRecord
 from attention_core.runs import JournalEntry, remove_journal_entry, write_journal_entry
-from attention_core.training import EpochRecord, TrainConfig, TrainerSpec
+from attention_core.training import TrainConfig, TrainerSpec
 from runner.protocol import (
     Command,
     Ended,
@@ -207,7 +208,7 @@ class JobSnapshot:
     eta_seconds: float | None
     epoch_records: list[EpochRecord]
     step_losses: list[float]
-    probe: dict | None  # the latest probe record {"epoch", "sentences": [...]}
+    probe: ProbeRecord | None  # the latest
     message: str
     run_path: Path | None
     done: bool
@@ -264,7 +265,7 @@ class TrainingJob:
     _seconds: float = 0.0
     _records: list[EpochRecord] = field(default_factory=list)
     _step_losses: list[float] = field(default_factory=list)
-    _probe: dict | None = None
+    _probe: ProbeRecord | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _send_lock: threading.Lock = field(default_factory=threading.Lock)
     _idle: threading.Event = field(default_factory=threading.Event)

@@ -19,7 +19,8 @@ from typing import Protocol
 
 import numpy as np
 
-from attention_core.training import EpochRecord, Trainer, TrainerSpec
+from attention_core.history import EpochRecord, ProbeRecord
+from attention_core.training import Trainer, TrainerSpec
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class EpochDone:
 
 @dataclass(frozen=True)
 class ProbeRecorded:
-    record: dict  # a History.probes entry: {"epoch", "sentences": [{"text", "tokens", "attention"}]}
+    record: ProbeRecord
 
 
 @dataclass(frozen=True)

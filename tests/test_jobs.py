@@ -42,7 +42,7 @@ def test_job_trains_in_its_own_process_and_saves_its_run(tmp_path, built):
     assert [r.epoch for r in snap.epoch_records] == [1, 2, 3]
     assert snap.run_path == tmp_path / "job"
     assert len(snap.step_losses) == 3 * 3  # every step's loss reached the page (6 rows, batches of 2)
-    assert snap.probe is not None and snap.probe["epoch"] == 3
+    assert snap.probe is not None and snap.probe.epoch == 3
     assert job.run is not None and [e.epoch for e in job.run.history.epochs] == [1, 2, 3]
     assert load_run(snap.run_path).predict("a great movie").label in ("pos", "neg")
 

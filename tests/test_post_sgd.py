@@ -36,11 +36,11 @@ def test_post_sgd_step_matches_autograd_training(emb10k, freeze_head):
     a, b = fast.run(), slow.run()
     assert a.history.step_losses == pytest.approx(b.history.step_losses, abs=1e-5)
     # Each epoch's probes read the model: the step's weights reach it after every epoch, not only at the end.
-    assert [p["epoch"] for p in a.history.probes] == list(range(16))
+    assert [p.epoch for p in a.history.probes] == list(range(16))
     for pa, pb in zip(a.history.probes, b.history.probes, strict=True):
-        for sa, sb in zip(pa["sentences"], pb["sentences"], strict=True):
-            assert torch.allclose(torch.tensor(sa["attention"]), torch.tensor(sb["attention"]), atol=2e-4), pa["epoch"]
-            assert sa["probabilities"] == pytest.approx(sb["probabilities"], abs=2e-4), pa["epoch"]
+        for sa, sb in zip(pa.sentences, pb.sentences, strict=True):
+            assert torch.allclose(torch.tensor(sa.attention), torch.tensor(sb.attention), atol=2e-4), pa.epoch
+            assert sa.probabilities == pytest.approx(sb.probabilities, abs=2e-4), pa["epoch"]
     for (name, pa), pb in zip(a.model.state_dict().items(), b.model.state_dict().values(), strict=True):
         assert torch.allclose(pa, pb, atol=1e-5), name
 

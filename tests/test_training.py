@@ -218,13 +218,13 @@ def test_time_budget_stops_training(tiny_ds, emb):
 
 def test_probe_attention_recorded_per_epoch(tiny_ds, emb):
     h = fit(tiny_ds, emb, epochs=4, probes=("a great movie", "xqzzy")).run().history
-    assert [p["epoch"] for p in h.probes] == [0, 1, 2, 3, 4]
-    sentence = h.probes[-1]["sentences"][0]
-    assert sentence["tokens"] == ["a", "great", "movie"]
-    attn = torch.tensor(sentence["attention"])
+    assert [p.epoch for p in h.probes] == [0, 1, 2, 3, 4]
+    sentence = h.probes[-1].sentences[0]
+    assert sentence.tokens == ["a", "great", "movie"]
+    attn = torch.tensor(sentence.attention)
     assert attn.shape == (1, 2, 3, 3)
     assert torch.allclose(attn.sum(-1), torch.ones(1, 2, 3), atol=1e-3)
-    assert len(h.probes[-1]["sentences"]) == 1  # the all-unknown probe is skipped, not an error
+    assert len(h.probes[-1].sentences) == 1  # the all-unknown probe is skipped, not an error
 
 
 def test_rows_with_no_known_word_are_skipped(emb):
@@ -286,7 +286,7 @@ def test_presets_learn_on_bundled_data(emb):
     model_cfg, train_cfg = preset("seed", epochs=20)
     h = Trainer(model_cfg, train_cfg, ds, load_embeddings(replace_limit(10_000))).run().history
     assert h.epochs[-1].train_loss < h.epochs[0].train_loss
-    assert [s["text"] for s in h.probes[-1]["sentences"]] == list(train_cfg.probes)
+    assert [s.text for s in h.probes[-1].sentences] == list(train_cfg.probes)
 
 
 def replace_limit(limit):
@@ -345,8 +345,8 @@ def test_probes_record_the_sentence_forward_pass_rounded_and_keep_the_training_m
     trainer.model.train()
     trainer._record_probes(0)
     assert trainer.model.training
-    for text, recorded in zip(("a great movie", "so sad"), trainer.history.probes[0]["sentences"], strict=True):
+    for text, recorded in zip(("a great movie", "so sad"), trainer.history.probes[0].sentences, strict=True):
         seen = run_sentence(trainer.model, trainer.encoder, text)
-        assert recorded["tokens"] == list(seen.encoded.tokens)
-        assert recorded["probabilities"] == [round(p, 4) for p in seen.probabilities.tolist()]
-        assert recorded["attention"] == torch.round(seen.attention, decimals=4).tolist()
+        assert recorded.tokens == list(seen.encoded.tokens)
+        assert recorded.probabilities == [round(p, 4) for p in seen.probabilities.tolist()]
+        assert recorded.attention == torch.round(seen.attention, decimals=4).tolist()

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
 
-from attention_core.training import EpochRecord
+from attention_core.history import EpochRecord
 
 COLORSCALE = "Blues"
 # plotly_white, keeping only what the app's charts use (every heatmap names its colour scale;

@@ -8,9 +8,9 @@ from dataclasses import replace
 import streamlit as st
 
 from attention_core import ModelConfig, TrainConfig, preset
+from attention_core.configs import KEEP_BY, LR_SCHEDULES, MAX_SNAPSHOTS, OPTIMIZERS, SAMPLINGS
 from attention_core.model import MAX_LOCAL_CONV, POOLING, POOLING_KEYS, POSITIONAL
 from attention_core.presets import DEFAULT, PRESETS
-from attention_core.training import KEEP_BY, LR_SCHEDULES, MAX_SNAPSHOTS, OPTIMIZERS, SAMPLINGS
 from ui import view_link
 from ui.common import kept
 

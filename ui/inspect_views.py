@@ -12,13 +12,14 @@ import streamlit as st
 import torch
 
 from attention_core import Run
+from attention_core.configs import KEPT_BY_WORDS
 from attention_core.errors import InputError
 from attention_core.explain import SALIENCY_METHODS, Explanation, explain, rollout_maps, top_k_mask
 from attention_core.export import attention_csv, file_stem
+from attention_core.history import ProbeSentence
 from attention_core.metrics import spearman
 from attention_core.model import ModelConfig
 from attention_core.runs import run_stamp
-from attention_core.training import KEPT_BY_WORDS
 from ui import figures, state, view_link
 from ui.common import EXAMPLES, get_run, run_choices
 from ui.state import kept, kept_in_state
@@ -277,20 +278,19 @@ def input_features(ex: Explanation, run: Run) -> None:
                    "column. Train with the seed preset to see it.")
 
 
-def _replayed_sentence(run: Run, path: Path, text: str) -> list[tuple[int, dict]]:
-    """(epoch, {"tokens", "attention" (L, H, T, T), "probabilities"}) of ``text`` through each kept epoch's
-    weights, in the shape of the run's probe records; computed once per run and sentence."""
+def _replayed_sentence(run: Run, path: Path, text: str) -> list[tuple[int, ProbeSentence]]:
+    """(epoch, ``text`` as that epoch's weights read it) for each kept epoch, in the shape of the run's
+    probe records; computed once per run and sentence."""
     cache, key = _cache(), ("time-lapse", run_stamp(path), text)
     if key not in cache:
-        cache[key] = [(epoch, {"tokens": list(out.encoded.tokens), "attention": out.attention.numpy(),
-                               "probabilities": out.probabilities.tolist()})
+        cache[key] = [(epoch, ProbeSentence(text, list(out.encoded.tokens), out.probabilities.tolist(), out.attention.numpy()))
                       for epoch, out in run.forward_over_training(text)]
     return cache[key]
 
 
 def time_lapse(run: Run, path: Path, text: str, n_heads: int) -> None:
     """The typed sentence through the kept epochs' weights, or a probe sentence as recorded while training."""
-    probes = [p for p in run.history.probes if p.get("sentences")]
+    probes = [p for p in run.history.probes if p.sentences]
     offered = [name for name, has in zip(REPLAYS, (run.snapshots, probes), strict=True) if has] or REPLAYS[1:]
     source = (st.radio("Replay", offered, horizontal=True, **kept("inspect_tl_source", offered[0], offered))
               if len(offered) > 1 else offered[0])
@@ -308,17 +308,17 @@ def time_lapse(run: Run, path: Path, text: str, n_heads: int) -> None:
             st.info("This run kept no weights along its training and recorded no probe sentences (it was saved by an "
                     "older version): train a model on the Train page to get a time-lapse.")
             return
-        probe_texts = list(dict.fromkeys(s["text"] for p in probes for s in p["sentences"]))
+        probe_texts = list(dict.fromkeys(s.text for p in probes for s in p.sentences))
         c1, c2, c3 = st.columns([2, 1, 1])
         replayed = c1.selectbox("Probe sentence", probe_texts, key="inspect_probe")
-        records = [(p["epoch"], s) for p in probes for s in p["sentences"] if s["text"] == replayed]
+        records = [(p.epoch, s) for p in probes if (s := p.sentence(replayed)) is not None]
     if not records:
         return
     names = run.model_config.map_names()
     layer, head = _layer_and_head(names, n_heads, "inspect_tl", [c2, c3])
     pooling = layer >= run.model_config.n_layers  # the pooling attention's map: one row
     epochs = [e for e, _ in records]
-    probs = [dict(zip(run.label_names, r.get("probabilities") or [], strict=False)) for _, r in records]
+    probs = [dict(zip(run.label_names, r.probabilities, strict=False)) for _, r in records]
     model_epoch = run.history.kept_epoch
     st.markdown(f"**{names[layer]} · {_head_name(head, n_heads)}** · press ▶ to replay the training, or drag the "
                 "slider" + (f"  \n{figures.POOLING_CAPTION.capitalize()}." if pooling else ""))
@@ -330,8 +330,8 @@ def time_lapse(run: Run, path: Path, text: str, n_heads: int) -> None:
     key: Hashable = ("time-lapse figure", run_stamp(path), source, replayed, layer, head, start)
     cache = _cache()
     if key not in cache:
-        maps = [_head_map(np.asarray(r["attention"])[layer], head) for _, r in records]  # (T, T) each
-        cache[key] = figures.attention_time_lapse(epochs, maps, [r["tokens"] for _, r in records], probs,
+        maps = [_head_map(np.asarray(r.attention)[layer], head) for _, r in records]  # (T, T) each
+        cache[key] = figures.attention_time_lapse(epochs, maps, [r.tokens for _, r in records], probs,
                                                   kept=sorted(run.snapshots), model_epoch=model_epoch, start=start,
                                                   pooling=pooling)
     st.plotly_chart(cache[key], key="inspect_time_lapse")

@@ -158,7 +158,7 @@ def time_lapse(results: dict[str, Run]) -> None:
     variant = t1.selectbox("Variant", list(results), format_func=VARIANTS.get, key="seedexp_tl_variant")
     sentence = t2.selectbox("Sentence", SENTENCES, key="seedexp_tl_sentence")
     run = results[variant]
-    records = [(p["epoch"], s) for p in run.history.probes for s in p["sentences"] if s["text"] == sentence]
+    records = [(p.epoch, s) for p in run.history.probes if (s := p.sentence(sentence)) is not None]
     if not records:
         st.caption("This run recorded no attention for that sentence.")
         return
@@ -167,9 +167,9 @@ def time_lapse(results: dict[str, Run]) -> None:
     every = "after every epoch" if gaps == [1] else f"every {gaps[0]} epochs" if len(gaps) == 1 else "at these epochs"
     st.markdown(f"**{VARIANTS[variant]}** · last layer, average of heads · press ▶ to replay the training, or drag the "
                 "slider")
-    probs = [dict(zip(run.label_names, r.get("probabilities") or [], strict=False)) for _, r in records]
-    st.plotly_chart(figures.attention_time_lapse(epochs, [np.asarray(r["attention"])[-1].mean(0) for _, r in records],
-                                                 [r["tokens"] for _, r in records], probs, kept=sorted(run.snapshots),
+    probs = [dict(zip(run.label_names, r.probabilities, strict=False)) for _, r in records]
+    st.plotly_chart(figures.attention_time_lapse(epochs, [np.asarray(r.attention)[-1].mean(0) for _, r in records],
+                                                 [r.tokens for _, r in records], probs, kept=sorted(run.snapshots),
                                                  model_epoch=run.history.kept_epoch), key="seedexp_time_lapse")
     st.caption(f"The attention of each probe sentence was recorded as the model trained, {every} (epoch 0 = before "
                "training). ▲ on the epoch axis above the slider: the run kept its weights there; ★ the weights of its "

@@ -120,18 +120,17 @@ def progress(snap: JobSnapshot, key: str = "train") -> None:
 def probe_heatmap(snap: JobSnapshot, model: ModelConfig, key: str = "train") -> None:
     """The probe sentence's attention after the latest recorded epoch (rebuilt when that changes): the
     model's last map, its last layer's or its pooling attention's (one row)."""
-    if not (snap.probe and snap.probe["sentences"]):
+    probe = snap.probe
+    if not (probe and probe.sentences):
         return
-    texts = [s["text"] for s in snap.probe["sentences"]]
-    chosen = st.session_state.get(f"{key}_probe_pick")
-    s = snap.probe["sentences"][texts.index(chosen) if chosen in texts else 0]
-    signature = (snap.probe["epoch"], s["text"], id(snap.probe))
+    s = probe.sentence(st.session_state.get(f"{key}_probe_pick")) or probe.sentences[0]
+    signature = (probe.epoch, s.text, id(probe))
     cached = st.session_state.get(f"{key}_live_heatmap")
     if cached is None or cached[0] != signature:
-        attn = np.asarray(s["attention"])  # (L, H, T, T), or (L + 1, …) with the pooling attention's map last
+        attn = np.asarray(s.attention)  # (L, H, T, T), or (L + 1, …) with the pooling attention's map last
         fig = figures.attention_heatmap(
-            attn[-1].mean(0), s["tokens"], pooling=model.pooling == "attention",
-            title=f"“{s['text']}” · {model.map_names()[-1]}, head average · after epoch {snap.probe['epoch']}")
+            attn[-1].mean(0), s.tokens, pooling=model.pooling == "attention",
+            title=f"“{s.text}” · {model.map_names()[-1]}, head average · after epoch {probe.epoch}")
         cached = st.session_state[f"{key}_live_heatmap"] = (signature, fig.to_json(), fig.layout.height)
     live_plotly_chart(cached[1], height=cached[2], key=f"{key}_live_probe_chart")  # redrawn when the JSON changes
 
