@@ -85,6 +85,36 @@ def pooling_row(weights: np.ndarray) -> np.ndarray:
     return w.reshape(1, -1) if w.ndim == 1 else w[:1]
 
 
+def _heatmap_spec(
+    weights: np.ndarray,
+    queries: Sequence[str],
+    keys: Sequence[str] | None = None,
+    *,
+    zmax: float = 1.0,
+    show_values: bool | None = None,
+    colorbar: Mapping[str, object] | None = None,
+) -> dict:
+    """:func:`attention_trace` as plain values (what a figure's constructor validates once)."""
+    w = np.asarray(weights, dtype=float)
+    keys = queries if keys is None else keys
+    if show_values is None:
+        show_values = w.shape[0] * w.shape[1] <= 144
+    spec = {
+        "type": "heatmap",
+        "z": w,
+        "x": _dedupe(keys),
+        "y": _dedupe(queries),
+        "zmin": 0.0,
+        "zmax": zmax,
+        "colorscale": COLORSCALE,
+        "colorbar": {"title": "weight", "thickness": 12, **(colorbar or {})},
+        "hovertemplate": "<b>%{y}</b> → <b>%{x}</b><br>weight %{z:.4f}<extra></extra>",
+    }
+    if show_values:
+        spec["texttemplate"] = "%{z:.2~f}"  # 0.53, 0.5, 1: two decimals, trailing zeros dropped
+    return spec
+
+
 def attention_trace(
     weights: np.ndarray,
     queries: Sequence[str],
@@ -96,21 +126,7 @@ def attention_trace(
 ) -> go.Heatmap:
     """The look of one attention map, as a trace: 0–``zmax`` colours, values written in small maps (≤ 144 cells
     unless ``show_values`` says), hover ``query → key: weight``. ``colorbar`` adds to (or replaces) its defaults."""
-    w = np.asarray(weights, dtype=float)
-    keys = queries if keys is None else keys
-    if show_values is None:
-        show_values = w.shape[0] * w.shape[1] <= 144
-    return go.Heatmap(
-        z=w,
-        x=_dedupe(keys),
-        y=_dedupe(queries),
-        zmin=0.0,
-        zmax=zmax,
-        colorscale=COLORSCALE,
-        colorbar={"title": "weight", "thickness": 12, **(colorbar or {})},
-        texttemplate="%{z:.2~f}" if show_values else None,  # 0.53, 0.5, 1: two decimals, trailing zeros dropped
-        hovertemplate="<b>%{y}</b> → <b>%{x}</b><br>weight %{z:.4f}<extra></extra>",
-    )
+    return go.Heatmap(_heatmap_spec(weights, queries, keys, zmax=zmax, show_values=show_values, colorbar=colorbar))
 
 
 @themed
@@ -129,26 +145,28 @@ def attention_heatmap(
     """One attention map: rows = queries, columns = keys, hover shows ``query → key: weight``.
 
     ``pooling``: the map is a pooling attention's (``queries`` are then the tokens it reads), drawn as
-    its one row, the label's query, with :data:`POOLING_CAPTION` under the title."""
+    its one row, the label's query, with :data:`POOLING_CAPTION` under the title.
+
+    Built by one constructor call from plain values (Home redraws it for every sentence typed)."""
     if pooling:
         weights, queries, keys = pooling_row(weights), [POOLING_QUERY], queries if keys is None else keys
         show_values = len(keys) <= POOLING_VALUES if show_values is None else show_values
-    fig = go.Figure(attention_trace(weights, queries, keys, zmax=zmax, show_values=show_values,
-                                    colorbar={"title": colorbar_title}))
+    trace = _heatmap_spec(weights, queries, keys, zmax=zmax, show_values=show_values, colorbar={"title": colorbar_title})
     side = height or (230 if pooling else max(260, 34 * len(queries) + 150))
     # The key axis sits on top, next to the title: say what the columns are in the title's
     # subtitle instead of an axis title that would overlap it.
     what = POOLING_CAPTION if pooling else "rows: query (attending) · columns: key (attended to)"
     heading = f"{title}<br><sup>{what}</sup>" if title else f"<sup>{what}</sup>" if pooling else None
-    fig.update_layout(
-        title={"text": heading, "x": 0, "xanchor": "left", "y": 1, "yanchor": "top", "yref": "container",
-               "pad": {"t": 12, "l": 10}} if heading else None,
-        height=side,
-        margin={"l": 10, "r": 10, "t": 130 if heading else 80, "b": 10},
-        xaxis={"side": "top", "tickangle": -45},
-        yaxis={"title": "" if pooling else "query (attending)", "autorange": "reversed"},
-    )
-    return fig
+    layout = {
+        "height": side,
+        "margin": {"l": 10, "r": 10, "t": 130 if heading else 80, "b": 10},
+        "xaxis": {"side": "top", "tickangle": -45},
+        "yaxis": {"title": {"text": "" if pooling else "query (attending)"}, "autorange": "reversed"},
+    }
+    if heading:
+        layout["title"] = {"text": heading, "x": 0, "xanchor": "left", "y": 1, "yanchor": "top", "yref": "container",
+                           "pad": {"t": 12, "l": 10}}
+    return go.Figure(data=[trace], layout=layout)
 
 
 @themed
@@ -203,39 +221,43 @@ def attention_grid(attention: np.ndarray, tokens: Sequence[str], *, average: boo
     return fig
 
 
+def _bar_spec(probabilities: Mapping[str, float], *, predicted: str | None = None, names_in_bars: bool = False) -> dict:
+    """:func:`probability_trace` as plain values (what a figure's constructor validates once)."""
+    labels = list(probabilities)
+    values = [probabilities[k] for k in labels]
+    spec = {
+        "type": "bar",
+        "x": values,
+        "y": labels,
+        "orientation": "h",
+        "marker": {"color": ["#1f77b4" if k == predicted else "#b0c4de" for k in labels]},
+        "text": [f"{k} {v:.1%}" if names_in_bars else f"{v:.1%}" for k, v in zip(labels, values, strict=True)],
+        "textposition": ["inside" if v >= 0.35 else "outside" for v in values] if names_in_bars else "auto",
+        "hovertemplate": "%{y}: %{x:.2%}<extra></extra>",
+    }
+    if names_in_bars:  # a name is read from the bar's start, and a short bar's name sits beyond its end
+        spec.update(insidetextanchor="start", textangle=0, cliponaxis=False)
+    return spec
+
+
 def probability_trace(probabilities: Mapping[str, float], *, predicted: str | None = None,
                       names_in_bars: bool = False) -> go.Bar:
     """The look of a prediction, as a trace: one horizontal bar per class, the ``predicted`` one highlighted.
 
     ``names_in_bars`` writes each class's name in its bar, for a chart whose axis does not name them.
     """
-    labels = list(probabilities)
-    values = [probabilities[k] for k in labels]
-    bar = go.Bar(
-        x=values,
-        y=labels,
-        orientation="h",
-        marker_color=["#1f77b4" if k == predicted else "#b0c4de" for k in labels],
-        text=[f"{k} {v:.1%}" if names_in_bars else f"{v:.1%}" for k, v in zip(labels, values, strict=True)],
-        textposition=["inside" if v >= 0.35 else "outside" for v in values] if names_in_bars else "auto",
-        hovertemplate="%{y}: %{x:.2%}<extra></extra>",
-    )
-    if names_in_bars:  # a name is read from the bar's start, and a short bar's name sits beyond its end
-        bar.update(insidetextanchor="start", textangle=0, cliponaxis=False)
-    return bar
+    return go.Bar(_bar_spec(probabilities, predicted=predicted, names_in_bars=names_in_bars))
 
 
 @themed
 def probability_bars(probabilities: Mapping[str, float], *, predicted: str | None = None) -> go.Figure:
     """One horizontal bar per class, the predicted one highlighted."""
-    fig = go.Figure(probability_trace(probabilities, predicted=predicted))
-    fig.update_layout(
-        height=60 + 34 * len(probabilities),
-        margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        xaxis={"range": [0, 1], "tickformat": ".0%"},
-        yaxis={"autorange": "reversed"},
-    )
-    return fig
+    return go.Figure(data=[_bar_spec(probabilities, predicted=predicted)], layout={
+        "height": 60 + 34 * len(probabilities),
+        "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
+        "xaxis": {"range": [0, 1], "tickformat": ".0%"},
+        "yaxis": {"autorange": "reversed"},
+    })
 
 
 def _curve_series(epochs: Sequence[EpochRecord], step_losses: Sequence[float]) -> dict[str, tuple[np.ndarray, list]]:

@@ -10,6 +10,7 @@ another model) is computed live, as soon as torch is there. Light: json, threadi
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -108,14 +109,20 @@ def load(path: Path = PREVIEW) -> Preview | None:
 
 
 def warm_up() -> None:
-    """Import the model code (torch) in a background thread, once per server: the learner's next
-    step (another sentence, another page) then finds it loaded, or waits only for the rest of it."""
+    """Load the model code (torch) and the bundled model in a background thread, once per server, and
+    run it once: the learner's first sentence of their own then finds it ready (or waits only for
+    the rest of it)."""
     global _warming
     with _warm_lock:
         if _warming is None and not model_code_loaded():
             sys.setswitchinterval(0.001)  # as ui.common sets it: the import hands the GIL to the server often
-            _warming = threading.Thread(target=__import__, args=(MODEL_CODE,), name="import-model-code", daemon=True)
+            _warming = threading.Thread(target=_load_the_model, name="load-the-model", daemon=True)
             _warming.start()
+
+
+def _load_the_model() -> None:
+    common = importlib.import_module(MODEL_CODE)
+    common.default_run().predict(EXAMPLES[1])  # (its first forward pass sets up torch's kernels)
 
 
 def write(run_dir: Path = DEFAULT_RUN, text: str = EXAMPLES[0], path: Path = PREVIEW) -> Preview:
