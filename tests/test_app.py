@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core import load_embeddings, load_run
-from tests.apptest_helpers import live_chart
+from tests.helpers.apptest import live_chart
 
 TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[1]
@@ -179,7 +179,7 @@ def test_train_on_your_own_word_vectors_file_with_clear_errors_for_a_bad_one(run
 def test_a_run_whose_vectors_file_moved_asks_where_it_is_now(runs_dir, tmp_path):
     from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, save_run
     from attention_core import embeddings as E
-    from tests.test_runs import LABELS, TEXTS, vectors_file
+    from tests.helpers.tiny_data import LABELS, TEXTS, vectors_file
 
     first = vectors_file(tmp_path / "v8.txt", 8)
     emb = E.load_embeddings(E.EmbeddingSource("file", str(first)))

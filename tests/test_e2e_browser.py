@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import time
 import zipfile
 from collections import Counter
@@ -20,20 +19,14 @@ import pytest
 
 from attention_core.presets import DEFAULT
 from attention_core.text import tokenize
-from tests.browser import CHROMIUM, E2E, SHOTS, app_server, browser_page, custom_without_patience, shot
+from tests.helpers.browser import E2E, SHOTS, app_server, browser_page, custom_without_patience, shot
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = E2E
 ORPHAN_AFTER = 12  # the test server's: a job nobody asks after for that long stops itself (90 s in use)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    assert shutil.which(CHROMIUM) or Path(CHROMIUM).exists(), "chromium is not installed"
-    env = {"ATTENTION_PLAYGROUND_ORPHAN_AFTER": str(ORPHAN_AFTER),
-           "ATTENTION_PLAYGROUND_CACHE": str(tmp_path_factory.mktemp("cache"))}  # parsed word-vector files
-    with app_server(tmp_path_factory.mktemp("runs"), env=env) as url:
-        yield url
+# E2E, and the server fixture (conftest) with a short orphan time
+pytestmark = [*E2E, pytest.mark.server_env(ATTENTION_PLAYGROUND_ORPHAN_AFTER=str(ORPHAN_AFTER))]
 
 
 def test_home_sentence_to_heatmap(server):

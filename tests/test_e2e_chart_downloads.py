@@ -3,23 +3,13 @@ on a live chart (Home's heatmap) and on a st.plotly_chart (Home's grid of every 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-import pytest
-
-from tests.browser import CHROMIUM, E2E, app_server, browser_page
+from tests.helpers.browser import E2E, browser_page
 from ui.chart_downloads import SVG_TITLE
 
 pytestmark = E2E
 PNG_TITLE = "Download plot as a PNG"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    assert shutil.which(CHROMIUM) or Path(CHROMIUM).exists(), "chromium is not installed"
-    with app_server(tmp_path_factory.mktemp("runs"), env={"ATTENTION_PLAYGROUND_CACHE": str(tmp_path_factory.mktemp("cache"))}) as url:
-        yield url
 
 
 def _download_svg(page, chart) -> str:

@@ -13,7 +13,7 @@ import re
 import shutil
 from urllib.parse import parse_qs, urlsplit
 
-from tests.browser import E2E, ROOT, app_server, launch_chromium, open_as_new_learner, picker_options, shot
+from tests.helpers.browser import E2E, ROOT, app_server, launch_chromium, open_as_new_learner, picker_options, shot
 
 pytestmark = E2E
 

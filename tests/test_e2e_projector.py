@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.browser import E2E, app_server, browser_page, shot
+from tests.helpers.browser import E2E, browser_page, shot
 
 pytestmark = E2E
 
@@ -36,12 +36,6 @@ CUT = """el => {
   return false;
 }"""
 SWITCHES = ["Residual + norm + feed-forward", "Freeze word vectors", "Freeze classifier head", "Class weights"]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with app_server(tmp_path_factory.mktemp("runs")) as url:
-        yield url
 
 
 def drawn(page, timeout: float = 90.0) -> None:

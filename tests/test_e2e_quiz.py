@@ -4,23 +4,12 @@
 from __future__ import annotations
 
 import re
-import shutil
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-import pytest
-
-from tests.browser import CHROMIUM, E2E, app_server, browser_page, shot
+from tests.helpers.browser import E2E, browser_page, shot
 from ui.preview import EXAMPLES
 
 pytestmark = E2E
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    assert shutil.which(CHROMIUM) or Path(CHROMIUM).exists(), "chromium is not installed"
-    with app_server(tmp_path_factory.mktemp("runs"), env={"ATTENTION_PLAYGROUND_CACHE": str(tmp_path_factory.mktemp("cache"))}) as url:
-        yield url
 
 
 def test_answer_reveal_score_and_follow_the_link_to_the_view(server):

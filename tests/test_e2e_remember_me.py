@@ -7,18 +7,11 @@ import time
 
 import pytest
 
-from tests.browser import CHROMIUM_ARGS, E2E, app_server, chromium_executable
+from tests.helpers.browser import CHROMIUM_ARGS, E2E, chromium_executable
 
-pytestmark = E2E
+pytestmark = [*E2E, pytest.mark.server_env(ATTENTION_PLAYGROUND_SHARED="1")]  # the server fixture (conftest) in shared mode
 COOKIE = "attention_playground_workspace"
 BOX = "Remember me on this browser"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    env = {"ATTENTION_PLAYGROUND_SHARED": "1", "ATTENTION_PLAYGROUND_CACHE": str(tmp_path_factory.mktemp("cache"))}
-    with app_server(tmp_path_factory.mktemp("runs"), env=env) as url:
-        yield url
 
 
 def token_of(page) -> str:

@@ -19,7 +19,7 @@ import shutil
 import time
 from pathlib import Path
 
-from tests.browser import (
+from tests.helpers.browser import (
     CHROMIUM,
     E2E,
     ROOT,

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from tests.browser import CHROMIUM, E2E, app_server, browser_page, custom_without_patience, shot
+from tests.helpers.browser import CHROMIUM, E2E, app_server, browser_page, custom_without_patience, shot
 
 pytestmark = E2E
 

@@ -362,7 +362,7 @@ LABELS = ["pos", "pos", "pos", "neg", "neg", "neg"] * 2
 
 
 @pytest.fixture(scope="module")
-def run() -> Run:
+def explained_run() -> Run:
     cfg = ModelConfig(n_layers=2, n_heads=2, d_model=16, d_ff=32)
     train = TrainConfig(epochs=2, batch_size=4, val_fraction=0.0)
     result = Trainer(cfg, train, dataset_from_lists(TEXTS, LABELS), load_embeddings()).run()
@@ -370,15 +370,15 @@ def run() -> Run:
 
 
 @pytest.mark.parametrize("method", ["grad_x_input", "integrated_gradients", "grad_norm"])
-def test_explain_shapes_are_consistent(run: Run, method: str) -> None:
-    ex = explain(run, "a great xqzzy movie", method=method)
+def test_explain_shapes_are_consistent(explained_run: Run, method: str) -> None:
+    ex = explain(explained_run, "a great xqzzy movie", method=method)
     assert isinstance(ex, Explanation)
     t, layers, heads = 4, 2, 2
     assert ex.tokens == ["a", "great", "<unk>", "movie"] and ex.unknown_tokens == ["xqzzy"]
     assert ex.attention.shape == (layers, heads, t, t)
     assert ex.head_average.shape == (layers, t, t)
     assert ex.rollout.shape == (t, t) and ex.saliency.shape == (t,) and ex.attention_to_token.shape == (t,)
-    assert isinstance(ex.input_features, np.ndarray) and ex.input_features.shape == (t, run.model_config.input_dim)
+    assert isinstance(ex.input_features, np.ndarray) and ex.input_features.shape == (t, explained_run.model_config.input_dim)
     assert torch.allclose(ex.rollout.sum(-1), torch.ones(t), atol=1e-5)
     assert float(ex.attention_to_token.sum()) == pytest.approx(1.0, abs=1e-5)
     assert torch.allclose(ex.head_average, ex.attention.mean(1))
@@ -403,25 +403,25 @@ def test_the_rollout_s_maps_are_named_from_the_models_map_names() -> None:
     assert rollout_maps(ModelConfig(n_layers=3, pooling="mean")) == "layers 1–3"
 
 
-def test_explain_agrees_with_predict(run: Run) -> None:
+def test_explain_agrees_with_predict(explained_run: Run) -> None:
     text = "i love a wonderful movie"
-    ex, pred = explain(run, text), run.predict(text)
+    ex, pred = explain(explained_run, text), explained_run.predict(text)
     assert ex.label == pred.label and ex.probabilities == pred.probabilities and ex.tokens == pred.tokens
     assert torch.allclose(ex.attention, torch.tensor(pred.attention), atol=1e-6)
-    assert ex.target == run.label_names.index(pred.label)
+    assert ex.target == explained_run.label_names.index(pred.label)
     other = 1 - ex.target
-    assert explain(run, text, target=other).target == other
+    assert explain(explained_run, text, target=other).target == other
     assert len(ex.to_dict()["saliency"]) == len(ex.tokens)
 
 
-def test_explain_leaves_the_model_untouched(run: Run) -> None:
-    model = run.model
+def test_explain_leaves_the_model_untouched(explained_run: Run) -> None:
+    model = explained_run.model
     before = {k: v.clone() for k, v in model.state_dict().items()}
     flags = {k: p.requires_grad for k, p in model.named_parameters()}
     grads = {k: None if p.grad is None else p.grad.clone() for k, p in model.named_parameters()}  # training leaves some
     model.train()
     try:
-        explain(run, "a terrible boring movie", method="integrated_gradients")
+        explain(explained_run, "a terrible boring movie", method="integrated_gradients")
         assert model.training
     finally:
         model.eval()
@@ -441,18 +441,18 @@ def test_explain_seed_like_run_shows_position_index() -> None:
     assert torch.allclose(ex.rollout, ex.head_average[0], atol=1e-6)  # 1 layer, no residual
 
 
-def explain_the_long_way(run: Run, text: str, method: str, target: int | None) -> dict:
+def explain_the_long_way(explained_run: Run, text: str, method: str, target: int | None) -> dict:
     """explain() spelled out as it was written before it read one run_sentence: its own encoding, its own
     forward from model.embed, and token_saliency from the batch (which embeds the sentence again)."""
-    model = run.model
-    enc, batch = run.encoder.encode_for_model(text)
+    model = explained_run.model
+    enc, batch = explained_run.encoder.encode_for_model(text)
     with torch.no_grad():
         features = model.embed(batch.ids, batch.extra)
         logits, attn = model.forward_features(features, batch.mask)
     probs = torch.softmax(logits[0], dim=-1)
     cls = int(probs.argmax()) if target is None else target
-    return {"tokens": list(enc.tokens), "label": run.label_names[int(probs.argmax())], "target": cls,
-            "probabilities": {n: round(float(p), 6) for n, p in zip(run.label_names, probs.tolist(), strict=True)},
+    return {"tokens": list(enc.tokens), "label": explained_run.label_names[int(probs.argmax())], "target": cls,
+            "probabilities": {n: round(float(p), 6) for n, p in zip(explained_run.label_names, probs.tolist(), strict=True)},
             "attention": attn[:, 0], "features": features[0].numpy(),
             "saliency": token_saliency(model, batch, target=cls, method=method, steps=8)}
 
@@ -472,23 +472,23 @@ def test_explain_on_the_bundled_run_equals_the_spelled_out_forward_and_saliency_
         assert np.array_equal(ex.input_features, want["features"])
 
 
-def test_explain_runs_the_sentence_through_the_model_once(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_explain_runs_the_sentence_through_the_model_once(explained_run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     """One run_sentence gives explain its probabilities, attention and the features saliency starts from:
     the sentence is encoded and embedded once (it was encoded once and embedded twice)."""
     embeds, encodes = [], []
-    real_embed, real_encode = run.model.embed, run.encoder.encode_for_model
-    monkeypatch.setattr(run.model, "embed", lambda *a, **k: embeds.append(1) or real_embed(*a, **k))
-    monkeypatch.setattr(run.encoder, "encode_for_model", lambda *a, **k: encodes.append(1) or real_encode(*a, **k))
-    ex = explain(run, "a great movie", method="integrated_gradients")
+    real_embed, real_encode = explained_run.model.embed, explained_run.encoder.encode_for_model
+    monkeypatch.setattr(explained_run.model, "embed", lambda *a, **k: embeds.append(1) or real_embed(*a, **k))
+    monkeypatch.setattr(explained_run.encoder, "encode_for_model", lambda *a, **k: encodes.append(1) or real_encode(*a, **k))
+    ex = explain(explained_run, "a great movie", method="integrated_gradients")
     assert (len(encodes), len(embeds)) == (1, 1)
     from attention_core.sentence import run_sentence
 
-    seen = run_sentence(run.model, run.encoder, "a great movie", features=True)
+    seen = run_sentence(explained_run.model, explained_run.encoder, "a great movie", features=True)
     assert seen.features is not None and np.array_equal(ex.input_features, seen.features.numpy())
-    assert run_sentence(run.model, run.encoder, "a great movie").features is None  # only when asked for
+    assert run_sentence(explained_run.model, explained_run.encoder, "a great movie").features is None  # only when asked for
     assert torch.equal(ex.attention, seen.attention)
 
 
-def test_explain_refuses_a_target_that_is_not_a_class(run: Run) -> None:
+def test_explain_refuses_a_target_that_is_not_a_class(explained_run: Run) -> None:
     with pytest.raises(ValueError, match="target = 5 is not a class index"):
-        explain(run, "a great movie", target=5)
+        explain(explained_run, "a great movie", target=5)

@@ -1,7 +1,7 @@
 """The explainer pages: their numbers against the seeds' printed values, the √d_k curves, masks, and both pages in AppTest.
 
 Every number the pages show comes from :mod:`attention_core.examples`; the printed values are the
-literals of ``tests/test_seeds.py`` (copied there from seeds 001 and 002).
+literals of ``tests/helpers/seed_documents.py`` (copied there from seeds 001 and 002).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from streamlit.testing.v1 import AppTest
 from attention_core import examples as ex
 from attention_core.embeddings import load_embeddings
 from attention_core.errors import EmbeddingError, InputError
-from tests import test_seeds as seed
-from tests.apptest_helpers import array, chart, widget
-from tests.test_seeds import assert_printed
+from tests.helpers import seed_documents as seed
+from tests.helpers.apptest import array, chart, widget
+from tests.helpers.seed_documents import assert_printed
 
 ROOT = Path(__file__).resolve().parents[1]
 SELF_PAGE = str(ROOT / "pages" / "3_Self_attention.py")

@@ -13,8 +13,8 @@ from streamlit.testing.v1 import AppTest
 from attention_core import EmbeddingSource, Run, Trainer, load_dataset, load_embeddings, preset
 from attention_core.backprop import gradient_report, post_code_comparison, post_forward, post_inputs, post_params_float64
 from attention_core.errors import EmbeddingError, RunError
-from tests.apptest_helpers import array
-from tests.apptest_helpers import chart as figure
+from tests.helpers.apptest import array
+from tests.helpers.apptest import chart as figure
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 90
@@ -25,15 +25,15 @@ SENTENCES = ["very sad as they both fail", "he loved that plug with good price",
 
 
 @pytest.fixture(scope="module")
-def emb():
+def emb_10k():
     return load_embeddings(EmbeddingSource(limit=10_000))
 
 
 @pytest.fixture(scope="module")
-def trained(emb) -> Run:
+def seed_run(emb_10k) -> Run:
     """The seed preset after a few epochs on the post's small.csv (the page's model, shorter)."""
-    data = load_dataset((ROOT / "data" / "small.csv").read_bytes(), name="small.csv", is_known=emb.__contains__)
-    return Run.from_result(Trainer(*preset("seed", epochs=20), data, emb).run())
+    data = load_dataset((ROOT / "data" / "small.csv").read_bytes(), name="small.csv", is_known=emb_10k.__contains__)
+    return Run.from_result(Trainer(*preset("seed", epochs=20), data, emb_10k).run())
 
 
 def sharp_params(seed: int, d: int = 51, c: int = 3, size: float = 0.3) -> dict[str, torch.Tensor]:
@@ -48,9 +48,9 @@ def sharp_params(seed: int, d: int = 51, c: int = 3, size: float = 0.3) -> dict[
 
 @pytest.mark.parametrize(("sentence", "y"), [(s, i % 3) for i, s in enumerate(SENTENCES)])
 @pytest.mark.parametrize("weights", ["trained", "sharp"])
-def test_every_hand_written_gradient_matches_autograd(emb, trained, sentence, y, weights):
-    x = post_inputs(sentence, emb).x
-    params = post_params_float64(trained.model) if weights == "trained" else sharp_params(len(sentence))
+def test_every_hand_written_gradient_matches_autograd(emb_10k, seed_run, sentence, y, weights):
+    x = post_inputs(sentence, emb_10k).x
+    params = post_params_float64(seed_run.model) if weights == "trained" else sharp_params(len(sentence))
     checks = gradient_report(x, y, params)
     assert [c.name for c in checks] == POST_ORDER
     n = x.shape[0]
@@ -64,24 +64,24 @@ def test_every_hand_written_gradient_matches_autograd(emb, trained, sentence, y,
     assert float(checks[0].hand.abs().sum()) > 0  # p − y is never all zero: the check is not vacuous
 
 
-def test_seed_inputs_are_what_the_model_reads(emb, trained):
-    inp = post_inputs("Very sad as xqzzy they both fail", emb)
+def test_seed_inputs_are_what_the_model_reads(emb_10k, seed_run):
+    inp = post_inputs("Very sad as xqzzy they both fail", emb_10k)
     assert inp.tokens == ("very", "sad", "as", "they", "both", "fail") and inp.unknown == ("xqzzy",)
     assert inp.x.shape == (6, 51) and inp.x.dtype == torch.float64
     assert inp.x[:, -1].tolist() == [0, 1, 2, 3, 4, 5]
     # The page's forward pass gives the probabilities the trained model predicts.
-    fw = post_forward(inp.x, 0, post_params_float64(trained.model))
-    predicted = trained.predict("very sad as they both fail").probabilities
+    fw = post_forward(inp.x, 0, post_params_float64(seed_run.model))
+    predicted = seed_run.predict("very sad as they both fail").probabilities
     assert fw.p.tolist() == pytest.approx(list(predicted.values()), abs=1e-5)
     with pytest.raises(EmbeddingError, match="none of the words"):
-        post_inputs("xqzzy qqqzz", emb)
+        post_inputs("xqzzy qqqzz", emb_10k)
     for empty in ("", "  "):
         with pytest.raises(EmbeddingError, match="the sentence is empty"):
-            post_inputs(empty, emb)
+            post_inputs(empty, emb_10k)
 
 
-def test_the_posts_code_differs_from_the_correct_gradient(emb):
-    x = post_inputs("very sad as they both fail", emb).x
+def test_the_posts_code_differs_from_the_correct_gradient(emb_10k):
+    x = post_inputs("very sad as they both fail", emb_10k).x
     post = post_code_comparison(x, 0, sharp_params(1))
     a = {r.name: r for r in post.jacobian}
     assert a["∂L/∂e"].max_abs > 1e-6 and a["∂L/∂Q"].max_abs > 1e-6 and a["∂L/∂K"].max_abs > 1e-6
@@ -95,32 +95,26 @@ def test_the_posts_code_differs_from_the_correct_gradient(emb):
     assert c["∂L/∂V"].max_abs == 0.0 and c["∂L/∂Q"].norm_ratio > 5  # missing 1/√(d·n): far too large
 
 
-def test_the_posts_code_agrees_where_it_must(emb):
-    one_word = post_inputs("great", emb).x
+def test_the_posts_code_agrees_where_it_must(emb_10k):
+    one_word = post_inputs("great", emb_10k).x
     post = post_code_comparison(one_word, 2, sharp_params(2))
     for diff in post.jacobian + post.scale_effect + post.backward_scale:
         assert diff.max_abs == 0.0, diff.name  # α = [[1]]: its first column is its only row; √(d·1) = √d
     # Identical rows of α (zero queries: uniform attention): the first column's Jacobian is every row's.
     params = sharp_params(3)
     params["Q"], params["Qb"] = torch.zeros(51, 51, dtype=torch.float64), torch.zeros(51, dtype=torch.float64)
-    post = post_code_comparison(post_inputs("very sad as they both fail", emb).x, 1, params)
+    post = post_code_comparison(post_inputs("very sad as they both fail", emb_10k).x, 1, params)
     assert max(d.max_abs for d in post.jacobian) <= 1e-15
 
 
 # -- the pages ----------------------------------------------------------------------------------------
 
 
-@pytest.fixture()
-def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(tmp_path / "runs"))
-    return tmp_path / "runs"
 
 
 
 
-
-
-def test_backprop_page_checks_every_gradient(runs):
+def test_backprop_page_checks_every_gradient(runs_dir):
     at = AppTest.from_file(str(ROOT / "pages" / "5_Backpropagation.py"), default_timeout=TIMEOUT).run()
     assert not at.exception and not at.error
     assert at.title[0].value == "Backpropagation through attention"
@@ -150,7 +144,7 @@ def test_backprop_page_checks_every_gradient(runs):
     assert figure(at, "backprop_alpha")["data"][0]["x"] == ["i", "love", "this", "fantastic", "product"]
 
 
-def test_backprop_page_all_unknown_sentence_is_an_error(runs):
+def test_backprop_page_all_unknown_sentence_is_an_error(runs_dir):
     at = AppTest.from_file(str(ROOT / "pages" / "5_Backpropagation.py"), default_timeout=TIMEOUT)
     at.session_state["backprop_model"] = 0
     at.run()
@@ -160,14 +154,14 @@ def test_backprop_page_all_unknown_sentence_is_an_error(runs):
     assert not at.dataframe
 
 
-def test_backprop_page_shows_the_seed_preset_from_the_bundled_runs_without_training(emb, monkeypatch):
+def test_backprop_page_shows_the_seed_preset_from_the_bundled_runs_without_training(emb_10k, monkeypatch):
     """The page's three models are the seed preset's on small.csv (seed 0) before training, after 100 and after
     1000 epochs, as a fresh training makes them; the server loads them from data/seed_run and trains nothing."""
-    data = load_dataset((ROOT / "data" / "small.csv").read_bytes(), name="small.csv", is_known=emb.__contains__)
-    x = post_inputs("very sad as they both fail", emb).x
+    data = load_dataset((ROOT / "data" / "small.csv").read_bytes(), name="small.csv", is_known=emb_10k.__contains__)
+    x = post_inputs("very sad as they both fail", emb_10k).x
     expected = {}
     for epochs in (0, 100, 1000):
-        trainer = Trainer(*preset("seed", epochs=max(epochs, 1)), data, emb)
+        trainer = Trainer(*preset("seed", epochs=max(epochs, 1)), data, emb_10k)
         params = post_params_float64(trainer.model if epochs == 0 else trainer.run().model)
         expected[epochs] = post_forward(x, 0, params)
 
@@ -202,7 +196,7 @@ def test_backprop_page_says_how_to_remake_a_missing_bundled_run(monkeypatch):
     st.cache_resource.clear()
 
 
-def test_seed_experiment_trains_three_variants_and_shows_the_five_sentences(runs):
+def test_seed_experiment_trains_three_variants_and_shows_the_five_sentences(runs_dir):
     at = AppTest.from_file(str(ROOT / "pages" / "6_Seed_experiment.py"), default_timeout=TIMEOUT).run()
     assert not at.exception
     assert at.title[0].value == "The seed's experiment"
@@ -228,7 +222,7 @@ def test_seed_experiment_trains_three_variants_and_shows_the_five_sentences(runs
     rows = array(first["z"])
     assert rows.shape == (6, 6) and np.allclose(rows.sum(1), 1, atol=1e-3)
     assert len(at.metric) == 3 and all(float(m.value) > 0 for m in at.metric)
-    assert not runs.exists() or not any(runs.iterdir())  # nothing saved to the user's runs unless asked
+    assert not runs_dir.exists() or not any(runs_dir.iterdir())  # nothing saved to the user's runs unless asked
     at.button(key="seedexp_save_head").click().run()
     assert not at.exception
-    assert [p.name for p in runs.iterdir()] == ["seed-experiment-head"]
+    assert [p.name for p in runs_dir.iterdir()] == ["seed-experiment-head"]

@@ -26,19 +26,13 @@ from attention_core.faithfulness import (
     sentence_lab,
 )
 from attention_core.model import AttentionClassifier, ModelConfig
-from attention_core.runs import load_run
 from attention_core.sentence import evaluating
 
 TINY = {"vocab_size": 20, "embedding_dim": 8, "d_model": 8, "n_heads": 2, "n_layers": 2, "dropout": 0.0}
 SENTENCE = "the food was not good at all but the staff were kind"
 
 
-@pytest.fixture(scope="module")
-def bundled():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # small batches: one thread is the fast setting (benchmarks/README.md)
-    yield load_run("data/default_run")
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small batches: one thread is the fast setting (conftest)
 
 
 def tiny_model(seed: int = 0, **overrides: object) -> AttentionClassifier:

@@ -9,20 +9,14 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attention_core import load_run
 from attention_core.faithfulness import available_methods, knock_out, run_report
-from tests.apptest_helpers import array, chart, live_chart
+from tests.helpers.apptest import array, chart, live_chart
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "7_Faithfulness.py")
 SENTENCE = ["the", "food", "was", "not", "good", "at", "all"]  # EXAMPLES[0], the sentence box's default
 
 pytestmark = pytest.mark.usefixtures("runs_dir")  # a runs root of the test's own (conftest)
-
-
-@pytest.fixture(scope="module")
-def bundled():
-    return load_run(ROOT / "data" / "default_run")
 
 
 def page() -> AppTest:

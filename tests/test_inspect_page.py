@@ -21,7 +21,7 @@ from attention_core import Run, TrainConfig, Trainer, dataset_from_lists, load_e
 from attention_core.explain import explain
 from attention_core.metrics import spearman
 from attention_core.presets import SEED
-from tests.apptest_helpers import array, chart, widget
+from tests.helpers.apptest import array, chart, widget
 from ui.figures import POOLING_QUERY
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "2_Inspect.py")
@@ -32,18 +32,12 @@ KEYS = [
 ]
 
 
-@pytest.fixture()
-def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(tmp_path))
-    return tmp_path
-
-
 def page() -> AppTest:
     at = AppTest.from_file(PAGE, default_timeout=60)
     return at.run()
 
 
-def test_renders_with_every_section_and_control(runs: Path) -> None:
+def test_renders_with_every_section_and_control(runs_dir: Path) -> None:
     at = page()
     assert not at.exception
     assert not at.error
@@ -63,7 +57,7 @@ def test_renders_with_every_section_and_control(runs: Path) -> None:
     assert "your sentence" in captions  # the time-lapse replays the typed sentence
 
 
-def test_typed_sentence_changes_the_tokens_shown(runs: Path) -> None:
+def test_typed_sentence_changes_the_tokens_shown(runs_dir: Path) -> None:
     at = page()
     at.text_input(key="inspect_text").input("i love this fantastic product").run()
     assert not at.exception and not at.error
@@ -78,7 +72,7 @@ def test_typed_sentence_changes_the_tokens_shown(runs: Path) -> None:
     assert zoom["data"][0]["y"] == zoom["data"][0]["x"] == ["i", "love", "this", "fantastic", "product"]
 
 
-def test_all_unknown_sentence_shows_an_error(runs: Path) -> None:
+def test_all_unknown_sentence_shows_an_error(runs_dir: Path) -> None:
     at = page()
     at.text_input(key="inspect_text").input("xqzzy qqqzz").run()
     assert not at.exception
@@ -86,7 +80,7 @@ def test_all_unknown_sentence_shows_an_error(runs: Path) -> None:
     assert not at.get("plotly_chart")
 
 
-def test_sentence_from_the_validation_set(runs: Path) -> None:
+def test_sentence_from_the_validation_set(runs_dir: Path) -> None:
     at = page()
     at.radio(key="inspect_source").set_value("Pick one from the validation set").run()
     assert not at.exception and not at.error
@@ -96,7 +90,7 @@ def test_sentence_from_the_validation_set(runs: Path) -> None:
     assert json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]["x"] == ["the", "mic", "is", "great", "."]
 
 
-def test_zoom_filter_and_saliency_method(runs: Path) -> None:
+def test_zoom_filter_and_saliency_method(runs_dir: Path) -> None:
     at = page()
     at.selectbox(key="inspect_layer").set_value(0)
     at.selectbox(key="inspect_head").set_value(1)
@@ -117,7 +111,7 @@ def frames(fig: dict) -> dict[str, np.ndarray]:
     return {f["name"]: array(f["data"][0]["z"]) for f in fig["frames"]}
 
 
-def test_time_lapse_plays_in_the_browser_and_marks_the_kept_epochs(runs: Path) -> None:
+def test_time_lapse_plays_in_the_browser_and_marks_the_kept_epochs(runs_dir: Path) -> None:
     at = page()
     fig = chart(at, "inspect_time_lapse")
     maps = frames(fig)
@@ -140,7 +134,7 @@ def test_time_lapse_plays_in_the_browser_and_marks_the_kept_epochs(runs: Path) -
     assert "The run's model has the weights of epoch 8 (lowest validation loss): epoch 8 (★) is that model." in captions
 
 
-def test_time_lapse_follows_the_layer_and_head(runs: Path) -> None:
+def test_time_lapse_follows_the_layer_and_head(runs_dir: Path) -> None:
     at = page()
     before = frames(chart(at, "inspect_time_lapse"))  # the pooling attention, average of heads: one row
     at.selectbox(key="inspect_tl_layer").set_value(0)
@@ -155,7 +149,7 @@ def test_time_lapse_follows_the_layer_and_head(runs: Path) -> None:
     assert not np.allclose(frames(chart(at, "inspect_time_lapse"))["12"], after["12"])  # another head, another map
 
 
-def test_time_lapse_replays_the_typed_sentence_or_a_probe(runs: Path) -> None:
+def test_time_lapse_replays_the_typed_sentence_or_a_probe(runs_dir: Path) -> None:
     at = page()
     at.text_input(key="inspect_text").input("the pizza was cold").run()
     assert not at.exception
@@ -177,7 +171,7 @@ def test_time_lapse_replays_the_typed_sentence_or_a_probe(runs: Path) -> None:
     assert next(t for t in fig["data"] if t.get("name") == "the run's model")["customdata"] == [8]
 
 
-def test_saliency_explains_the_predicted_class_and_says_so(runs: Path) -> None:
+def test_saliency_explains_the_predicted_class_and_says_so(runs_dir: Path) -> None:
     at = page()
     scores = chart(at, "inspect_scores")["data"][1]  # attention, then saliency (raw values in customdata)
     run = load_run(Path(__file__).resolve().parents[1] / "data" / "default_run")
@@ -191,7 +185,7 @@ def test_saliency_explains_the_predicted_class_and_says_so(runs: Path) -> None:
     assert "has no sign" in how and "pushes towards" not in how
 
 
-def test_rank_agreement_is_spearman_of_attention_and_saliency_size(runs: Path) -> None:
+def test_rank_agreement_is_spearman_of_attention_and_saliency_size(runs_dir: Path) -> None:
     at = page()
     run = load_run(Path(__file__).resolve().parents[1] / "data" / "default_run")
     ex = explain(run, "the food was not good at all")
@@ -200,7 +194,7 @@ def test_rank_agreement_is_spearman_of_attention_and_saliency_size(runs: Path) -
     assert at.metric[0].value == f"{rho:+.2f}"
 
 
-def test_compare_two_sentences(runs: Path) -> None:
+def test_compare_two_sentences(runs_dir: Path) -> None:
     at = page()
     at.text_input(key="inspect_compare_text").input("what a waste of money").run()
     assert not at.exception
@@ -210,19 +204,19 @@ def test_compare_two_sentences(runs: Path) -> None:
     assert any("only one model" in i.value for i in at.info)
 
 
-def test_downloads(runs: Path) -> None:
+def test_downloads(runs_dir: Path) -> None:
     at = page()
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["Zoomed map (HTML)", "All weights (CSV)", "All weights (JSON)"]
 
 
-def test_seed_like_run_shows_the_position_index_feature(runs: Path) -> None:
+def test_seed_like_run_shows_the_position_index_feature(runs_dir: Path) -> None:
     texts = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"] * 2
     labels = ["pos", "pos", "pos", "neg", "neg", "neg"] * 2
     cfg = replace(SEED.model, n_classes=2)
     train = TrainConfig(epochs=1, batch_size=4, val_fraction=0.0, probes=("a great movie",))
     result = Trainer(cfg, train, dataset_from_lists(texts, labels), load_embeddings()).run()
-    save_run(Run.from_result(result, name="seedling"), runs / "seedling")
+    save_run(Run.from_result(result, name="seedling"), runs_dir / "seedling")
 
     at = page()
     at.selectbox(key="inspect_layer").set_value(1)  # the bundled model has 2 layers, the seed 1
@@ -239,7 +233,7 @@ def test_seed_like_run_shows_the_position_index_feature(runs: Path) -> None:
 
 
 
-def test_a_run_saved_again_under_the_same_name_is_explained_again(runs: Path) -> None:
+def test_a_run_saved_again_under_the_same_name_is_explained_again(runs_dir: Path) -> None:
     texts = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"] * 2
     labels = ["pos", "pos", "pos", "neg", "neg", "neg"] * 2
     cfg, vectors = replace(SEED.model, n_classes=2), load_embeddings()
@@ -248,34 +242,26 @@ def test_a_run_saved_again_under_the_same_name_is_explained_again(runs: Path) ->
         train = TrainConfig(epochs=2, batch_size=4, val_fraction=0.0, seed=seed)
         return Run.from_result(Trainer(cfg, train, dataset_from_lists(texts, labels), vectors).run(), name="mine")
 
-    save_run(trained(0), runs / "mine")
+    save_run(trained(0), runs_dir / "mine")
     at = page()
     at.selectbox(key="inspect_run").set_value("mine").run()
     bars = chart(at, "inspect_probs")["data"][0]
     first = dict(zip(bars["y"], bars["x"], strict=True))
-    save_run(trained(1), runs / "mine", overwrite=True)  # same folder, new weights: a new run_stamp
+    save_run(trained(1), runs_dir / "mine", overwrite=True)  # same folder, new weights: a new run_stamp
     at.run()
     assert not at.exception
     bars = chart(at, "inspect_probs")["data"][0]
     shown = dict(zip(bars["y"], bars["x"], strict=True))
-    again = explain(load_run(runs / "mine"), "the food was not good at all").probabilities
+    again = explain(load_run(runs_dir / "mine"), "the food was not good at all").probabilities
     assert shown != first and shown == pytest.approx(again)
 
 BROWSER = pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from tests.browser import app_server
-
-    with app_server(tmp_path_factory.mktemp("runs")) as url:
-        yield url
-
-
 @contextlib.contextmanager
 def inspect_in_browser(url: str) -> Iterator[tuple[Page, Locator]]:
     """A fresh session on the Inspect page, its grid drawn: (page, its main area)."""
-    from tests.browser import browser_page
+    from tests.helpers.browser import browser_page
 
     with browser_page(height=1600) as page:
         page.goto(f"{url}/Inspect")
@@ -302,7 +288,7 @@ def test_clicking_a_map_in_the_grid_zooms_it(server: str) -> None:
 @BROWSER
 def test_the_time_lapse_plays_in_the_browser(server: str) -> None:
     """▶ replays the training in the browser: the figure's title goes from epoch 0 to the last epoch on its own."""
-    from tests.browser import settled
+    from tests.helpers.browser import settled
 
     with inspect_in_browser(server) as (page, main):
         main.get_by_role("tab", name="Time-lapse").click()

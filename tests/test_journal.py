@@ -25,8 +25,8 @@ from attention_core.runs import (
 from attention_core.workspaces import WorkspaceStore
 from runner.jobs import TrainingJob, live_journal_ids
 from runner.queue import QueueLimitError, TrainingQueue
-from tests.test_queue import tiny_spec, wait_for_epochs
-from tests.test_train_page import start_small_training
+from tests.helpers.apptest import start_small_training
+from tests.helpers.jobs import tiny_spec, wait_for_epochs
 
 TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[1]

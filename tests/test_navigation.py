@@ -16,8 +16,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
+
+from tests.helpers.apptest import current_page, follow
 
 TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,34 +33,9 @@ FOLLOWED = {
 }
 
 
-pytestmark = pytest.mark.usefixtures("runs_dir")  # every test on a runs root of its own (conftest)
+pytestmark = pytest.mark.usefixtures("runs_dir", "through_the_router")  # a runs root of its own, AppTest through the router (conftest)
 
 
-@pytest.fixture(autouse=True)
-def through_the_router(monkeypatch):
-    """AppTest serves app.py through its st.navigation, as the server does (it resets the pages/
-    folder mode before every run: this sets it back once the folder has been seen)."""
-    init = PagesManager.__init__
-
-    def router_only(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", router_only)
-
-
-def current_page(at: AppTest) -> str:
-    """The url_path of the page the last run ended on ("" for Home, the router's default page)."""
-    return at._registered_pages[at._finished_page_script_hash]["url_pathname"]
-
-
-def follow(at: AppTest, page_hash: str) -> AppTest:
-    """Run the page a link points to, as a browser does on a click (a rerun asking for the link's page hash)."""
-    assert page_hash in at._registered_pages, f"the link's page {page_hash} is not one of the router's"
-    at._page_hash = page_hash
-    at.run()
-    at._page_hash = ""  # later runs stay on the page the run ended on, as in the browser
-    return at
 
 
 def link_calls() -> set[tuple[str, str, str]]:

@@ -12,16 +12,11 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core import Run, load_run, save_run
 from attention_core.model import AttentionClassifier, ModelConfig
-from tests.apptest_helpers import array, chart, live_chart
+from tests.helpers.apptest import array, chart, live_chart
 from ui import figures, preview
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKENS = ["the", "food", "was", "not", "good"]
-
-
-@pytest.fixture(scope="module")
-def bundled() -> Run:
-    return load_run(ROOT / "data" / "default_run")
 
 
 def pooled_run(bundled: Run) -> Run:
@@ -280,7 +275,7 @@ def test_a_bundled_model_that_pools_by_attention_shows_its_pooling_map_on_a_cold
 def test_train_s_live_probe_map_of_a_pooling_model_is_its_one_row(runs_dir):
     # The Train page's probe map is the model's last map: for a model that pools by attention, the
     # pooling row, named so (it drew T identical rows titled "last layer").
-    from tests.test_train_page import fill_small_training
+    from tests.helpers.apptest import fill_small_training
 
     at = AppTest.from_file(str(ROOT / "pages" / "1_Train.py"), default_timeout=120).run()
     fill_small_training(at, 2, "pooled probe")
@@ -303,7 +298,6 @@ def rollout_view(path: Path) -> AppTest:
     """Inspect's rollout section for the saved run at ``path``, drawn alone."""
 
     def script(path: str) -> None:
-        from attention_core import load_run
         from attention_core.explain import explain
         from ui import inspect_views
 

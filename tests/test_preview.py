@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.apptest_helpers import live_chart
+from tests.helpers.apptest import live_chart
 from ui import preview
 
 ROOT = Path(__file__).resolve().parents[1]

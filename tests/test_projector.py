@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core.training import EpochRecord
-from tests.apptest_helpers import chart, live_chart
+from tests.helpers.apptest import chart, live_chart
 from ui import figures, projector
 
 TIMEOUT = 90

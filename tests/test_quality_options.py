@@ -16,7 +16,7 @@ from attention_core.errors import ConfigError
 from attention_core.metrics import classification_metrics
 from attention_core.model import AttentionClassifier
 from attention_core.training import EpochRecord, History, epoch_rows, lr_factor, resolved_sampling
-from tests.tiny_data import NEG, POS
+from tests.helpers.tiny_data import NEG, POS
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"vocab_size": 12, "embedding_dim": 8, "n_layers": 2, "n_heads": 2, "d_model": 8, "d_ff": 16, "max_len": 16}

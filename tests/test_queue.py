@@ -8,12 +8,12 @@ import threading
 
 import pytest
 
-from attention_core import ModelConfig, TrainConfig, dataset_from_lists, load_embeddings
+from attention_core import TrainConfig
 from attention_core.errors import InputError
-from attention_core.training import TrainerSpec
 from attention_core.workspaces import LOCAL_KEY
 from runner.jobs import JobSequence, TrainingJob
 from runner.queue import CapError, QueueLimitError, Ticket, TrainingQueue, apply_caps, default_slots, ordinal
+from tests.helpers.jobs import tiny_spec, wait_for_epochs
 
 
 class Clock:
@@ -198,20 +198,6 @@ def test_caps_refuse_too_much_work_and_clamp_the_time_budget(monkeypatch):
 
 
 # -- real jobs through a queue ------------------------------------------------------------------------
-TEXTS = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"]
-LABELS = ["pos", "pos", "pos", "neg", "neg", "neg"]
-TINY = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32, dropout=0.0)
-
-
-def tiny_spec(epochs: int, texts: list[str] = TEXTS) -> TrainerSpec:
-    return TrainerSpec(TINY, TrainConfig(epochs=epochs, batch_size=2, val_fraction=0.0, unknown="drop"),
-                       dataset_from_lists(texts, LABELS[: len(texts)]), load_embeddings())
-
-
-def wait_for_epochs(job: TrainingJob, n: int) -> None:
-    while len(job.snapshot().epoch_records) < n:
-        job.heartbeat()
-        job.join(0.05)
 
 
 def test_a_waiting_job_shows_its_place_starts_when_the_slot_frees_and_can_be_cancelled(tmp_path):

@@ -26,11 +26,6 @@ SENTENCES = ["the food was not good at all", "a great movie with a terrible endi
 
 
 @pytest.fixture(scope="module")
-def bundled():
-    return load_run(ROOT / "data" / "default_run")
-
-
-@pytest.fixture(scope="module")
 def quiz(bundled) -> dict[str, list[Question]]:
     return {text: questions(bundled, text, np.random.default_rng(0)) for text in SENTENCES}
 

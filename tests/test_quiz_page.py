@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attention_core import load_run
 from attention_core.quiz import markdown_escape, questions
-from tests.test_navigation import current_page, follow, through_the_router  # noqa: F401 — the fixture, autouse
+from tests.helpers.apptest import current_page, follow
 from ui.preview import EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,12 +22,7 @@ PAGE = "pages/8_Check_yourself.py"
 TIMEOUT = 120
 SEED = 7
 
-pytestmark = pytest.mark.usefixtures("runs_dir")  # a runs root of the test's own (conftest)
-
-
-@pytest.fixture(scope="module")
-def bundled():
-    return load_run(ROOT / "data" / "default_run")
+pytestmark = pytest.mark.usefixtures("runs_dir", "through_the_router")  # a runs root of its own, AppTest through the router (conftest)
 
 
 def page(**state: object) -> AppTest:

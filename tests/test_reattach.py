@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from runner.registry import JobRegistry
-from tests.test_train_page import start_small_training
+from tests.helpers.apptest import start_small_training
 
 TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,12 +137,6 @@ def test_reset_forgets_the_job_for_every_later_reload(runs_dir):
     first.session_state["train_job"].join(120)
     first.button(key="train_reset").click().run()
     assert "train_job" not in visit().session_state
-
-
-@pytest.fixture
-def shared(runs_dir, monkeypatch):
-    monkeypatch.setenv("ATTENTION_PLAYGROUND_SHARED", "1")
-    return runs_dir
 
 
 TOKEN_A, TOKEN_B, TOKEN_C = "A" * 22, "B" * 22, "C" * 22

@@ -24,9 +24,7 @@ from attention_core import (
 )
 from attention_core.errors import EmbeddingError, RunError
 from attention_core.runs import list_runs, run_from_zip, run_to_zip
-
-TEXTS = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"] * 2
-LABELS = ["pos", "pos", "pos", "neg", "neg", "neg"] * 2
+from tests.helpers.tiny_data import LABELS, TEXTS, vectors_file
 
 
 @pytest.fixture(scope="module")
@@ -219,12 +217,6 @@ def test_the_kept_best_epoch_is_among_the_snapshots():
     assert all(torch.allclose(w.float(), kept[k], atol=1e-2) for k, w in run.snapshots[best].items())
 
 
-def vectors_file(path: Path, dim: int) -> Path:
-    """A GloVe-format file of the words TEXTS use, ``dim`` numbers each (GloVe's first ``dim``)."""
-    glove = load_embeddings()
-    words = sorted({w for t in TEXTS for w in t.split()})
-    path.write_text("".join(f"{w} {' '.join(f'{x:.5f}' for x in glove.vector(w)[:dim])}\n" for w in words))
-    return path
 
 
 def test_a_run_whose_vectors_file_moved_is_pointed_at_its_new_place(tmp_path):

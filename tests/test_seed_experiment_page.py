@@ -12,17 +12,11 @@ from streamlit.testing.v1 import AppTest
 from attention_core import Run, load_dataset, load_run
 from attention_core.presets import SEED
 from runner.jobs import JobSequence
-from tests.apptest_helpers import chart
+from tests.helpers.apptest import chart
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "6_Seed_experiment.py")
 TIMEOUT = 90
-
-
-@pytest.fixture()
-def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(tmp_path / "runs"))
-    return tmp_path / "runs"
 
 
 def small_csv() -> tuple[list[str], list[str]]:
@@ -43,7 +37,7 @@ def trained(seed_epochs: int, default_epochs: int) -> tuple[AppTest, JobSequence
     return at, seq
 
 
-def test_before_training_the_page_says_how_much_work_it_is(runs: Path) -> None:
+def test_before_training_the_page_says_how_much_work_it_is(runs_dir: Path) -> None:
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
     assert not at.exception
     info = at.info[0].value
@@ -55,7 +49,7 @@ def test_before_training_the_page_says_how_much_work_it_is(runs: Path) -> None:
     assert int(re.search(r"about (\d+) s on an idle computer", info).group(1)) < seconds
 
 
-def test_the_text_states_what_the_trained_runs_do(runs: Path) -> None:
+def test_the_text_states_what_the_trained_runs_do(runs_dir: Path) -> None:
     at, seq = trained(30, 3)
     texts, labels = small_csv()
     notice = next(m.value for m in at.markdown if m.value.startswith("**What to notice**"))
@@ -81,32 +75,32 @@ def test_the_text_states_what_the_trained_runs_do(runs: Path) -> None:
     assert lapse["layout"]["xaxis3"]["ticktext"] == [str(e) for e in kept[:-1]] + ["30★"]
 
 
-def test_saving_a_variant_takes_a_free_name_and_touches_nothing_else(runs: Path) -> None:
+def test_saving_a_variant_takes_a_free_name_and_touches_nothing_else(runs_dir: Path) -> None:
     at, _ = trained(2, 1)
-    mine = runs / "seed-experiment-head"  # a folder of the user's that happens to have the name
+    mine = runs_dir / "seed-experiment-head"  # a folder of the user's that happens to have the name
     mine.mkdir(parents=True)
     (mine / "notes.txt").write_bytes(b"my notes\n")
     for _ in range(2):
         at.button(key="seedexp_save_head").click().run()
         assert not at.exception
-    assert sorted(p.name for p in runs.iterdir()) == ["seed-experiment-head", "seed-experiment-head-2",
+    assert sorted(p.name for p in runs_dir.iterdir()) == ["seed-experiment-head", "seed-experiment-head-2",
                                                       "seed-experiment-head-3"]
     assert [p.name for p in mine.iterdir()] == ["notes.txt"] and (mine / "notes.txt").read_bytes() == b"my notes\n"
     assert "Saved as `seed-experiment-head-3`" in at.success[0].value
-    assert load_run(runs / "seed-experiment-head-2").name == "seed-experiment-head-2"  # its folder, not the job's key "head"
+    assert load_run(runs_dir / "seed-experiment-head-2").name == "seed-experiment-head-2"  # its folder, not the job's key "head"
 
 
-def test_saving_where_no_folder_can_be_made_is_an_error_not_a_traceback(runs: Path) -> None:
+def test_saving_where_no_folder_can_be_made_is_an_error_not_a_traceback(runs_dir: Path) -> None:
     at, _ = trained(2, 1)
-    runs.parent.mkdir(parents=True, exist_ok=True)
-    runs.write_bytes(b"a file where the runs folder should be")
+    runs_dir.parent.mkdir(parents=True, exist_ok=True)
+    runs_dir.write_bytes(b"a file where the runs folder should be")
     at.button(key="seedexp_save_frozen").click().run()
     assert not at.exception
     assert "Could not save it" in at.error[0].value and "runs folder" in at.error[0].value
-    assert runs.read_bytes() == b"a file where the runs folder should be"
+    assert runs_dir.read_bytes() == b"a file where the runs folder should be"
 
 
-def test_the_maps_are_predicted_once_per_run_not_on_every_rerun(runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_maps_are_predicted_once_per_run_not_on_every_rerun(runs_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at, seq = trained(2, 1)
     first = {c.proto.id: c.proto.spec for c in at.get("plotly_chart") if "seedexp_map_" in c.proto.id}
     assert len(first) == 15  # five sentences × three variants

@@ -103,7 +103,7 @@ def test_a_published_run_whose_vectors_moved_cannot_be_relinked_by_a_learner(roo
     """Read-only means the word-vector path too: the relink box would rewrite the shared copy."""
     from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, save_run
     from attention_core import embeddings as E
-    from tests.test_runs import LABELS, TEXTS, vectors_file
+    from tests.helpers.tiny_data import LABELS, TEXTS, vectors_file
 
     first = vectors_file(tmp_path / "v8.txt", 8)
     emb = E.load_embeddings(E.EmbeddingSource("file", str(first)))

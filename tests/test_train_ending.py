@@ -14,7 +14,7 @@ import pytest
 from attention_core import ModelConfig, TrainConfig, Trainer, load_embeddings
 from attention_core.training import History, patience_stop
 from runner.jobs import JobSnapshot
-from tests.tiny_data import tiny_sentiment
+from tests.helpers.tiny_data import tiny_sentiment
 from ui.train_views import ending, kept_model
 
 MODEL = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32, pooling="attention", local_conv=3)

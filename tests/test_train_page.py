@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, save_run
 from attention_core.runs import list_runs, run_to_zip
+from tests.helpers.apptest import fill_small_training, start_small_training
 from ui.train_views import wilson_interval
 
 TIMEOUT = 90
@@ -25,10 +26,9 @@ BUNDLED = ROOT / "data" / "default_run"
 
 
 @pytest.fixture(autouse=True)
-def runs_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(tmp_path / "runs"))
-    (tmp_path / "runs").mkdir()
-    return tmp_path / "runs"
+def _runs_dir_made(runs_dir):
+    """Every test on a runs root of its own (conftest), made already."""
+    runs_dir.mkdir()
 
 
 def train_page() -> AppTest:
@@ -162,22 +162,6 @@ def test_under_a_preset_every_advanced_setting_but_the_validation_share_shows_th
 
 
 # -- a training stopped midway, and the model picker after it ------------------------------------------
-def fill_small_training(at: AppTest, epochs: int, name: str) -> None:
-    """Fill the Start form for a small training (not started yet) of exactly ``epochs`` epochs: patience off, so
-    that a long one lasts until it is stopped (the default preset's patience would end it after a few epochs)."""
-    at.radio(key="train_source").set_value(at.radio(key="train_source").options[1]).run()  # small.csv
-    at.radio(key="train_preset").set_value("Custom").run()
-    at.number_input(key="train_default_c_epochs").set_value(epochs)
-    at.number_input(key="train_default_c_patience").set_value(0)
-    at.number_input(key="train_default_c_layers").set_value(1)
-    at.number_input(key="train_default_c_snaps").set_value(0)
-    at.text_input(key="train_default_c_name_small.csv").set_value(name)
-
-
-def start_small_training(at: AppTest, epochs: int, name: str) -> None:
-    fill_small_training(at, epochs, name)
-    at.button[0].click().run()  # the form's Start button
-    assert not at.exception
 
 
 def test_a_training_stopped_midway_reads_well_and_its_bar_stays_where_it_stopped(runs_dir):
@@ -304,7 +288,7 @@ def test_an_uploaded_run_whose_name_exists_gets_a_new_one_and_a_bad_zip_is_refus
 
 # -- the server's training queue (runner.queue), one learner per session ---------------------------------
 @pytest.fixture
-def one_slot(monkeypatch):
+def one_slot_per_owner(monkeypatch):
     """A server queue with one slot, and each session's owner read from its own state ("local" if unset)."""
     import streamlit as st
 
@@ -323,7 +307,7 @@ def learner(owner: str) -> AppTest:
     return at.run()
 
 
-def test_with_one_slot_a_second_start_waits_in_line_then_trains_and_a_third_can_cancel(runs_dir, one_slot):
+def test_with_one_slot_a_second_start_waits_in_line_then_trains_and_a_third_can_cancel(runs_dir, one_slot_per_owner):
     first = learner("a")
     start_small_training(first, 5000, "first")
     running = first.session_state["train_job"]
@@ -350,7 +334,7 @@ def test_with_one_slot_a_second_start_waits_in_line_then_trains_and_a_third_can_
     assert sorted(p.name for p in list_runs(runs_dir)) == ["first", "second"]
 
 
-def test_a_learner_with_a_training_running_and_one_waiting_cannot_start_a_third(runs_dir, one_slot):
+def test_a_learner_with_a_training_running_and_one_waiting_cannot_start_a_third(runs_dir, one_slot_per_owner):
     other = learner("other")
     start_small_training(other, 5000, "other")
     tabs = [learner("me") for _ in range(3)]  # one learner, three tabs, all drawn before any Start
@@ -367,7 +351,7 @@ def test_a_learner_with_a_training_running_and_one_waiting_cannot_start_a_third(
         at.button(key="train_stop").click().run()
     for at in (other, *tabs[:2]):  # "other" may end before "two" is cancelled: "two" then starts, and stops
         at.session_state["train_job"].join(60)
-    assert one_slot.running == [] and one_slot.waiting == []
+    assert one_slot_per_owner.running == [] and one_slot_per_owner.waiting == []
 
 
 def test_caps_of_a_shared_server_are_said_before_the_training_starts(runs_dir, monkeypatch):

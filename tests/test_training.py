@@ -12,7 +12,7 @@ import torch
 from attention_core import ModelConfig, TextDataset, TrainConfig, Trainer, dataset_from_lists, load_embeddings, preset
 from attention_core.errors import ConfigError, DataError
 from attention_core.training import TrainerSpec, check_settings
-from tests.tiny_data import NEG, POS
+from tests.helpers.tiny_data import NEG, POS
 
 TINY = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32, dropout=0.0)
 

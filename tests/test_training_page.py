@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.test_train_page import start_small_training
+from tests.helpers.apptest import start_small_training
 from ui.navigation import PAGE_FILES, page_of
 
 TIMEOUT = 90

@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core.workspaces import WorkspaceStore
-from tests.apptest_helpers import chart
+from tests.helpers.apptest import chart
 from ui import view_link
 from ui.view_link import BadParam, check_text
 
@@ -195,13 +195,6 @@ def test_a_run_of_ones_own_opens_from_its_name(runs_dir):
 
 
 # -- shared mode: published runs for everyone, private runs for their workspace -----------------------
-
-
-@pytest.fixture
-def shared(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setenv("ATTENTION_PLAYGROUND_SHARED", "1")
-    return tmp_path / "runs"
 
 
 def test_shared_mode_a_private_run_s_link_opens_in_its_workspace_and_says_private_elsewhere(shared):
