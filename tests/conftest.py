@@ -1,4 +1,4 @@
-"""The fixtures every test folder shares, defined here once (tests/project/test_layers.py checks that no
+"""The fixtures every test folder shares, defined here once (tests/project/test_suite_layout.py checks that no
 test module defines one again), and the e2e mark of the browser tests."""
 
 from __future__ import annotations
