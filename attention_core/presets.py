@@ -2,7 +2,7 @@
 
 A :class:`Preset` holds everything that names and describes one: the Train page's label and
 caption (``ui/forms.py``), the one-line summary in the CLI's ``--preset`` help and in the README's
-table (:func:`markdown_table`; ``tests/test_presets.py`` keeps the README in step), and the two
+table (:func:`markdown_table`; ``tests/core/test_presets.py`` keeps the README in step), and the two
 configs. Adding a preset is adding one entry to :data:`PRESETS`.
 """
 

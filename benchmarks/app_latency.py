@@ -35,7 +35,7 @@ Measured in one run, against a real ``streamlit run app.py`` driven by headless 
    with their tabs closed.
 
 The browser runs without root's right to raise its own threads' priority (see
-``tests.browser.chromium_executable``), as a learner's browser would.
+``tests.helpers.browser.chromium_executable``), as a learner's browser would.
 
 Goals (issues 3, 14 and 26): first heatmap ≤ 3.5 s; the first typed sentence ≤ 0.6 s; a warm sentence → heatmap
 ≤ 150 ms; knock-out redraw ≤ 300 ms (issue 16); ≥ 2 updates/s while training; UI at most 15 % slower than the CLI at
@@ -62,7 +62,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.browser import CHROMIUM_ARGS, app_server, chromium_executable  # noqa: E402
+from tests.helpers.browser import CHROMIUM_ARGS, app_server, chromium_executable  # noqa: E402
 
 FOUR_SESSION_EPOCHS = 10  # each ~3 s alone: the four overlap for most of their run
 EPOCHS = 25  # the default preset on 3,000 sentences: ~15 s of training, watched for 8 s of it

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.app_latency import HealthProbe, launch_browser, type_sentences  # noqa: E402
-from tests.browser import app_server, learner_page, open_as_new_learner, picker_options, upload_csv  # noqa: E402
+from tests.helpers.browser import app_server, learner_page, open_as_new_learner, picker_options, upload_csv  # noqa: E402
 
 HEALTH_P95_MS = 100.0
 TYPING_P95_MS = 500.0

@@ -1,8 +1,14 @@
-"""Shared test set-up."""
+"""The fixtures every test folder shares, defined here once (tests/project/test_suite_layout.py checks that no
+test module defines one again), and the e2e mark of the browser tests."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
@@ -27,6 +33,13 @@ def runs_dir(tmp_path, monkeypatch):
     return tmp_path / "runs"
 
 
+@pytest.fixture
+def shared(runs_dir, monkeypatch):
+    """The app in shared mode (``$ATTENTION_PLAYGROUND_SHARED``) on the test's own runs root: its path."""
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_SHARED", "1")
+    return runs_dir
+
+
 @pytest.fixture(scope="session")
 def emb():
     """The bundled word vectors (GloVe 6B 50d), loaded once for the test session."""
@@ -37,7 +50,66 @@ def emb():
 
 @pytest.fixture(scope="module")
 def ds():
-    """The tiny sentiment set (:func:`tests.tiny_data.tiny_sentiment`)."""
-    from tests.tiny_data import tiny_sentiment
+    """The tiny sentiment set (:func:`tests.helpers.tiny_data.tiny_sentiment`)."""
+    from tests.helpers.tiny_data import tiny_sentiment
 
     return tiny_sentiment()
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    """The bundled run (data/default_run), loaded once per test module."""
+    from attention_core import load_run
+
+    return load_run(ROOT / "data" / "default_run")
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Torch on one thread for the module's tests (small batches: the fast setting, benchmarks/README.md)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def through_the_router(monkeypatch):
+    """AppTest serves app.py through its st.navigation, as the server does (it resets the pages/
+    folder mode before every run: this sets it back once the folder has been seen). A module asks for it
+    with ``pytestmark = pytest.mark.usefixtures("through_the_router")``; tests.helpers.apptest.follow then
+    follows a link as the browser does."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    init = PagesManager.__init__
+
+    def router_only(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", router_only)
+
+
+@pytest.fixture(scope="module")
+def server(request, tmp_path_factory):
+    """``streamlit run app.py`` for the test module (tests.helpers.browser.app_server): its URL. Its runs root
+    and its parsed word-vector files are folders of its own; a module adds to the server's environment with
+    ``pytest.mark.server_env(NAME="value")`` in its ``pytestmark`` (e.g. shared mode)."""
+    from tests.helpers.browser import CHROMIUM, app_server
+
+    assert shutil.which(CHROMIUM) or Path(CHROMIUM).exists(), "chromium is not installed"
+    marker = request.node.get_closest_marker("server_env")
+    env = {"ATTENTION_PLAYGROUND_CACHE": str(tmp_path_factory.mktemp("cache")), **(marker.kwargs if marker else {})}
+    with app_server(tmp_path_factory.mktemp("runs"), env=env) as url:
+        yield url
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test under tests/browser/, and every test that starts a server, is an end-to-end test
+    (``-m "not e2e"`` leaves them out)."""
+    browser = ROOT / "tests" / "browser"
+    for item in items:
+        if item.path.is_relative_to(browser) or "server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.e2e)

@@ -36,7 +36,7 @@ from ui.common import check_room, embeddings, kept, workspace_store
 from ui.live_chart import live_plotly_chart
 from ui.training_page import TrainingPage
 
-HOME_URL_PATH = "home"  # the url_path app.py's router gives its Home page (tests/test_navigation.py follows it)
+HOME_URL_PATH = "home"  # the url_path app.py's router gives its Home page (tests/ui/test_navigation.py follows it)
 
 
 @st.cache_data(show_spinner="Reading the CSV…", max_entries=8)

@@ -1,0 +1,184 @@
+"""Projector mode and ``?hide=`` in headless Chromium, measured in the page as the issue saw them at 1024 × 768:
+the sidebar's share of the width, the charts' text size, labels cut short. Screenshots (``$E2E_SCREENSHOTS``):
+the README's "Projector mode" pictures."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tests.helpers.browser import E2E, browser_page, shot
+
+pytestmark = E2E
+
+# The smallest text of any chart shown on the page (plotly's SVG text; live charts sit in shadow roots). Charts
+# in a tab not shown are left out: plotly.js does not lay out a hidden chart, so one updated while hidden
+# (projector mode switched on in place) keeps its old text (see test_the_switch_turns_it_on_in_place).
+CHART_FONT_MIN = """() => {
+  const all = (root) => { const out = [...root.querySelectorAll('.js-plotly-plot text')];
+    for (const el of root.querySelectorAll('*')) if (el.shadowRoot) out.push(...all(el.shadowRoot)); return out; };
+  const shown = t => t.textContent.trim() && t.closest('.js-plotly-plot').checkVisibility();
+  const sizes = all(document).filter(shown).map(t => parseFloat(getComputedStyle(t).fontSize));
+  return sizes.length ? Math.min(...sizes) : null;
+}"""
+SIDEBAR_SHARE = """() => { const s = document.querySelector('[data-testid=stSidebar]');
+  return s && s.checkVisibility() ? s.getBoundingClientRect().width / window.innerWidth : 0; }"""
+# Whether an element's text is cut: wider than its box, or than the nearest box that hides overflow.
+CUT = """el => {
+  if (el.scrollWidth > el.clientWidth + 1) return true;
+  const r = el.getBoundingClientRect();
+  for (let a = el.parentElement; a; a = a.parentElement) {
+    const o = getComputedStyle(a).overflowX;
+    if (o === 'hidden' || o === 'clip') return r.right > a.getBoundingClientRect().right + 1;
+  }
+  return false;
+}"""
+SWITCHES = ["Residual + norm + feed-forward", "Freeze word vectors", "Freeze classifier head", "Class weights"]
+
+
+def drawn(page, timeout: float = 90.0) -> None:
+    """Wait until the page's script has finished and nothing new appeared for 1.5 s."""
+    deadline = time.monotonic() + timeout
+    last, quiet_since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        count = page.locator("[data-testid=stElementContainer], .js-plotly-plot").count()
+        if count != last or page.get_by_test_id("stStatusWidget").is_visible():
+            last, quiet_since = count, time.monotonic()
+        elif time.monotonic() - quiet_since > 1.5:
+            return
+        time.sleep(0.25)
+    raise TimeoutError(f"{page.url} was still drawing after {timeout} s")
+
+
+def cut_labels(page) -> list[str]:
+    """The labels the issue found cut at 1024 px that are cut on this page (Train's switches,
+    Backpropagation's target label and loss)."""
+    main = page.get_by_test_id("stMain")
+    found = []
+    for text in SWITCHES:
+        label = main.get_by_text(text, exact=True)
+        if label.count() and label.first.evaluate(CUT):
+            found.append(text)
+    for box in main.locator("[data-testid=stSelectbox] input").all():
+        if box.evaluate(CUT):
+            found.append(f"select: {box.input_value()}")
+    for label in main.get_by_test_id("stMetricLabel").locator("p").all():
+        if label.evaluate(CUT):
+            found.append(label.inner_text())
+    return found
+
+
+@pytest.mark.parametrize("mode", ["", "?projector=1"], ids=["normal", "projector"])
+def test_no_label_the_issue_named_is_cut_at_1024(server, mode):
+    with browser_page(1024, 768) as page:
+        page.goto(f"{server}/Train{mode}")
+        main = page.get_by_test_id("stMain")
+        main.get_by_text(SWITCHES[0], exact=True).wait_for(state="attached")
+        drawn(page)
+        assert main.get_by_text(SWITCHES[-1], exact=True).count() == 1
+        assert cut_labels(page) == []
+        page.goto(f"{server}/Backpropagation{mode}")
+        main.get_by_test_id("stMetricLabel").first.wait_for()
+        drawn(page)
+        assert main.locator("[data-testid=stSelectbox] input").first.input_value() == "negative"
+        assert cut_labels(page) == []
+        page.goto(f"{server}/Seed_experiment{mode}")
+        button = main.get_by_role("button", name="Train all three")
+        button.wait_for()
+        drawn(page)
+        assert not button.locator("p").first.evaluate(CUT)  # was "Train all thr…" beside Stop at 1024 px
+
+
+def test_projector_mode_at_1024_and_1920(server):
+    with browser_page(1024, 768) as page:
+        page.goto(server)
+        page.get_by_test_id("stMain").get_by_text("Prediction:").first.wait_for()
+        drawn(page)
+        normal_font = page.evaluate(CHART_FONT_MIN)
+        assert normal_font is not None and normal_font <= 12  # what the issue saw
+        assert page.evaluate(SIDEBAR_SHARE) > 0.25
+
+        page.goto(f"{server}/?projector=1")
+        page.wait_for_url(re.compile(r"[?&]projector=1"))
+        drawn(page)
+        assert page.evaluate(CHART_FONT_MIN) >= 15
+        assert page.evaluate(SIDEBAR_SHARE) == 0  # closed: the page gets the whole width
+        text = page.get_by_test_id("stMain").locator("p").first
+        assert text.evaluate("p => parseFloat(getComputedStyle(p).fontSize)") >= 18  # Streamlit: 14 px
+        page.get_by_test_id("stMain").get_by_role("heading", name="Attention", exact=True).evaluate("h => h.scrollIntoView()")
+        shot(page, "projector_home_1024")  # the heatmap, as a room sees it
+
+        # Another page from the sidebar: the mode goes along in the address.
+        page.get_by_test_id("stExpandSidebarButton").click()
+        page.get_by_test_id("stSidebarNav").get_by_text("Inspect", exact=True).click()
+        page.wait_for_url(re.compile(r"/Inspect\?(.*&)?projector=1"))
+        page.get_by_test_id("stMain").get_by_text("Prediction:").first.wait_for()
+        drawn(page)
+        assert page.evaluate(CHART_FONT_MIN) >= 15
+        assert page.get_by_test_id("stSidebar").get_by_role("switch", name="Projector mode").is_checked()
+        sidebar = page.get_by_test_id("stSidebar")
+        sidebar.hover()
+        page.get_by_test_id("stSidebarCollapseButton").click()
+        page.wait_for_function(f"() => ({SIDEBAR_SHARE})() === 0")  # closed again, for the picture
+        page.get_by_test_id("stMain").get_by_role("tab", name="Model view").evaluate("t => t.scrollIntoView()")
+        shot(page, "projector_inspect_1024")
+
+        # Switched off from the sidebar: the address and the charts follow.
+        page.get_by_test_id("stExpandSidebarButton").click()
+        page.get_by_test_id("stSidebar").get_by_text("Projector mode", exact=True).click()
+        page.wait_for_url(lambda url: "projector=" not in url)
+        drawn(page)
+        assert page.evaluate(CHART_FONT_MIN) <= 12
+
+    with browser_page(1920, 1080) as page:
+        page.goto(f"{server}/Backpropagation?projector=1")
+        page.wait_for_url(re.compile(r"[?&]projector=1"))
+        page.get_by_test_id("stMetricLabel").first.wait_for()
+        drawn(page)
+        assert page.evaluate(CHART_FONT_MIN) >= 15
+        assert cut_labels(page) == []
+        shot(page, "projector_backpropagation_1920")
+
+
+def test_hide_leaves_out_what_it_names(server):
+    with browser_page(1024, 768) as page:
+        page.goto(f"{server}/Train?hide=sidebar,captions,advanced")
+        main = page.get_by_test_id("stMain")
+        epochs = main.get_by_label("Epochs", exact=True)
+        epochs.wait_for()
+        drawn(page)
+        assert not page.get_by_test_id("stSidebar").is_visible()
+        assert not page.get_by_test_id("stExpandSidebarButton").is_visible()
+        assert main.get_by_label("Layers", exact=True).count() == 1 and not main.get_by_label("Layers", exact=True).is_visible()
+        assert not main.get_by_text(SWITCHES[0], exact=True).is_visible()
+        assert main.get_by_test_id("stCaptionContainer").count() > 0
+        assert not any(c.is_visible() for c in main.get_by_test_id("stCaptionContainer").all())
+        assert epochs.is_visible() and main.get_by_role("button", name="Start training").is_visible()
+        main.get_by_role("heading", name="2 · Train").evaluate("h => h.scrollIntoView()")
+        shot(page, "projector_hide_train_1024")  # the form without its advanced rows
+
+        page.goto(f"{server}/Train?hide=sidebar,bogus")
+        notice = main.get_by_test_id("stAlert").filter(has_text="hide=")
+        notice.wait_for()
+        assert "bogus" in notice.inner_text()
+        main.get_by_label("Layers", exact=True).wait_for(state="visible")  # only what it names is hidden
+        drawn(page)
+        assert not page.get_by_test_id("stSidebar").is_visible()
+        assert any(c.is_visible() for c in main.get_by_test_id("stCaptionContainer").all())
+
+
+def test_the_switch_turns_it_on_in_place(server):
+    with browser_page(1024, 768) as page:
+        page.goto(f"{server}/Inspect")
+        page.get_by_test_id("stMain").get_by_text("Prediction:").first.wait_for()
+        drawn(page)
+        assert page.evaluate(SIDEBAR_SHARE) > 0.25 and page.evaluate(CHART_FONT_MIN) <= 12
+        page.get_by_test_id("stSidebar").get_by_text("Projector mode", exact=True).click()
+        page.wait_for_url(re.compile(r"/Inspect\?(.*&)?projector=1"))  # a link to give the room
+        drawn(page)
+        assert page.evaluate(CHART_FONT_MIN) >= 15
+        assert page.evaluate(SIDEBAR_SHARE) == 0  # the sidebar closes on the way
+        # Known gap (README, "Projector mode"): a chart in a tab not shown when the mode is switched on in place may
+        # keep its old text once its tab is opened; a reload draws it in projector style. Not asserted here.

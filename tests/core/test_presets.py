@@ -1,0 +1,99 @@
+"""Presets are defined once (attention_core/presets.py): the form, the CLI's help and the README read them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from attention_core import presets
+from attention_core.cli import main
+from attention_core.errors import ConfigError
+from attention_core.model import ModelConfig
+from attention_core.presets import PRESETS, Preset, preset
+from attention_core.training import TrainConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+
+
+def readme_section() -> tuple[str, str]:
+    """The README's presets section: (the number word of its title, its text)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    title = re.search(r"^## The (\w+) presets?\n", readme, flags=re.MULTILINE)
+    assert title, "the README has no section '## The … presets'"
+    end = readme.find("\n## ", title.end())
+    return title.group(1), readme[title.end(): end if end >= 0 else None]
+
+
+def train_help(capsys: pytest.CaptureFixture[str]) -> str:
+    """``train --help`` as the CLI prints it, its whitespace folded (argparse wraps lines)."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "--help"])
+    assert exit_.value.code == 0
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_readme_section_is_the_registry() -> None:
+    word, section = readme_section()
+    assert word == NUMBER_WORDS[len(PRESETS)]
+    assert presets.markdown_table() in section, (
+        "README.md's presets table differs from attention_core/presets.py; paste the output of "
+        "`python -m attention_core.presets`:\n" + presets.markdown_table()
+    )
+    for p in PRESETS.values():
+        assert f"| `{p.name}` | {p.label} | {p.summary} |" in section
+        assert f"**{p.name}**" in section  # the details below the table cover every preset
+
+
+def test_cli_help_lists_every_preset(capsys: pytest.CaptureFixture[str]) -> None:
+    text = train_help(capsys)
+    for p in PRESETS.values():
+        assert f"{p.name} = {p.summary}" in text, p.name
+    assert f"one of {' | '.join(PRESETS)} (default: default)" in text
+
+
+def test_the_form_reads_labels_and_captions_from_the_registry() -> None:
+    from ui import forms
+
+    assert list(forms.PRESET_LABELS) == [p.label for p in PRESETS.values()] + [forms.CUSTOM]
+    for p in PRESETS.values():
+        assert forms.PRESET_LABELS[p.label] == p.name and forms.PRESET_HELP[p.label] == p.help
+    assert forms.PRESET_LABELS[forms.CUSTOM] == "default"
+
+
+def test_a_new_entry_reaches_the_cli_help_and_the_table(monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    tiny = Preset("tiny", "Tiny", "one layer, one head, 50 % of the usual width", "A tiny model.",
+                  ModelConfig(n_layers=1, n_heads=1, d_model=32), TrainConfig(epochs=2))
+    monkeypatch.setitem(PRESETS, "tiny", tiny)
+    assert preset("tiny") == (tiny.model, tiny.train)
+    assert "| `tiny` | Tiny | one layer, one head, 50 % of the usual width |" in presets.markdown_table()
+    assert "tiny = one layer, one head, 50 % of the usual width" in train_help(capsys)  # a % survives argparse
+
+
+def test_unknown_preset_is_a_clear_error() -> None:
+    with pytest.raises(ConfigError) as err:
+        preset("huge")
+    assert str(err.value) == "unknown preset 'huge' — choose one of default, seed"
+
+
+def test_overrides_go_to_the_config_that_has_the_field() -> None:
+    model, train = preset("seed", epochs=3, freeze_head=False)
+    assert train == replace(PRESETS["seed"].train, epochs=3)
+    assert model == replace(PRESETS["seed"].model, freeze_head=False)
+    assert preset("default") == (PRESETS["default"].model, PRESETS["default"].train)
+    with pytest.raises(ConfigError, match=r"unknown setting\(s\) \['n_hedas'\]"):
+        preset("default", n_hedas=2)
+    with pytest.raises(ConfigError, match="epochs"):
+        preset("default", epochs=0)  # the configs still check their values
+
+
+def test_presets_are_named_by_their_key() -> None:
+    assert list(PRESETS) == ["default", "seed"]  # the form's and the CLI's order; `default` is --preset's default
+    for name, p in PRESETS.items():
+        assert p.name == name and p.label and p.help
+        assert "\n" not in p.summary and "|" not in p.summary  # one line, and a table cell
+    assert len({p.label for p in PRESETS.values()}) == len(PRESETS)

@@ -1,0 +1,76 @@
+"""Driving Streamlit's AppTest, shared by the page tests: reading plotly figures and widgets, following links
+through the router (with the ``through_the_router`` fixture of tests/conftest.py), starting a small training."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+
+def chart(at: AppTest, key: str) -> dict:
+    """The figure JSON of the plotly chart whose element id ends with ``key``."""
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}")]
+    assert found, f"no chart {key}"
+    return json.loads(found[0].proto.spec)
+
+
+def live_chart(at: AppTest, key: str) -> dict:
+    """The figure JSON of the live chart (ui.live_chart) drawn with ``key``."""
+    found = [c for c in at.get("bidi_component") if c.proto.id.endswith(f"-{key}")]
+    assert found, f"no live chart {key}"
+    return json.loads(json.loads(found[0].proto.json)["spec"])
+
+
+def array(value: list | dict) -> np.ndarray:
+    """A plotly JSON array: a plain list, or plotly's typed array ``{"dtype", "bdata", "shape"}``."""
+    if isinstance(value, dict):
+        data = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        shape = [int(n) for n in str(value.get("shape", len(data))).split(",")]
+        return data.reshape(shape)
+    return np.asarray(value, dtype=float)
+
+
+def widget(at: AppTest, key: str):
+    """The widget with ``key``, whatever its kind."""
+    for kind in ("radio", "slider", "select_slider", "toggle", "text_input", "number_input", "selectbox", "button"):
+        for w in getattr(at, kind):
+            if w.key == key:
+                return w
+    raise AssertionError(f"no widget with key {key}")
+
+
+# -- a small training on the Train page (tests/pages/test_train.py) ---------------------------------------
+def fill_small_training(at: AppTest, epochs: int, name: str) -> None:
+    """Fill the Start form for a small training (not started yet) of exactly ``epochs`` epochs: patience off, so
+    that a long one lasts until it is stopped (the default preset's patience would end it after a few epochs)."""
+    at.radio(key="train_source").set_value(at.radio(key="train_source").options[1]).run()  # small.csv
+    at.radio(key="train_preset").set_value("Custom").run()
+    at.number_input(key="train_default_c_epochs").set_value(epochs)
+    at.number_input(key="train_default_c_patience").set_value(0)
+    at.number_input(key="train_default_c_layers").set_value(1)
+    at.number_input(key="train_default_c_snaps").set_value(0)
+    at.text_input(key="train_default_c_name_small.csv").set_value(name)
+
+
+def start_small_training(at: AppTest, epochs: int, name: str) -> None:
+    fill_small_training(at, epochs, name)
+    at.button[0].click().run()  # the form's Start button
+    assert not at.exception
+
+
+# -- links through the router (tests/ui/test_navigation.py) ---------------------------------------------
+def current_page(at: AppTest) -> str:
+    """The url_path of the page the last run ended on ("" for Home, the router's default page)."""
+    return at._registered_pages[at._finished_page_script_hash]["url_pathname"]
+
+
+def follow(at: AppTest, page_hash: str) -> AppTest:
+    """Run the page a link points to, as a browser does on a click (a rerun asking for the link's page hash)."""
+    assert page_hash in at._registered_pages, f"the link's page {page_hash} is not one of the router's"
+    at._page_hash = page_hash
+    at.run()
+    at._page_hash = ""  # later runs stay on the page the run ended on, as in the browser
+    return at

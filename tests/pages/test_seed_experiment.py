@@ -1,0 +1,118 @@
+"""The Seed experiment page in AppTest: what its text says is what its runs did."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attention_core import Run, load_dataset, load_run
+from attention_core.presets import SEED
+from runner.jobs import JobSequence
+from tests.helpers.apptest import chart
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = str(ROOT / "pages" / "6_Seed_experiment.py")
+TIMEOUT = 90
+
+
+def small_csv() -> tuple[list[str], list[str]]:
+    data = load_dataset((ROOT / "data" / "small.csv").read_bytes(), name="small.csv")
+    return list(data.texts), [data.label_names[y] for y in data.labels]
+
+
+def trained(seed_epochs: int, default_epochs: int) -> tuple[AppTest, JobSequence]:
+    """The page after training its three variants (for so many epochs), and their sequence."""
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
+    at.number_input(key="seedexp_epochs").set_value(seed_epochs)
+    at.number_input(key="seedexp_default_epochs").set_value(default_epochs)
+    at.button(key="seedexp_train").click().run()
+    seq = at.session_state["seedexp_seq"]
+    assert seq.join(300)
+    at.run()
+    assert not at.exception
+    return at, seq
+
+
+def test_before_training_the_page_says_how_much_work_it_is(runs_dir: Path) -> None:
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
+    assert not at.exception
+    info = at.info[0].value
+    assert "78,000 SGD steps" in info and "half a minute" not in info  # 2 variants × 1000 epochs × 39 reviews
+    seconds = int(re.search(r"about (\d+) s on an idle computer", info).group(1))
+    at.number_input(key="seedexp_epochs").set_value(100).run()
+    info = at.info[0].value
+    assert "7,800 SGD steps" in info
+    assert int(re.search(r"about (\d+) s on an idle computer", info).group(1)) < seconds
+
+
+def test_the_text_states_what_the_trained_runs_do(runs_dir: Path) -> None:
+    at, seq = trained(30, 3)
+    texts, labels = small_csv()
+    notice = next(m.value for m in at.markdown if m.value.startswith("**What to notice**"))
+    assert "Seed, head frozen: 30 epochs · Seed, head trained: 30 epochs · Default: 3 epochs" in notice
+    bullets = dict(re.findall(r"^- \*\*(.+?):\*\* (.*)$", notice, flags=re.MULTILINE))
+    assert list(bullets)[:3] == ["Seed · head frozen (the post)", "Seed · head trained", "Default preset"]
+    captions = " ".join(c.value for c in at.caption)
+    for bullet, (key, job) in zip(bullets.values(), seq.jobs.items(), strict=False):
+        run = job.run
+        said = [run.label_names[i] for i in run.predict_proba(texts).argmax(1)]
+        right = sum(p == y for p, y in zip(said, labels, strict=True))
+        share = f"({right / 39:.0%})"
+        claim = f"labels all 39 reviews correctly {share}" if right == 39 else f"labels {right} of the 39 reviews correctly {share}"
+        assert claim in bullet, key
+        assert f"the trained model labels {right} of 39 reviews correctly {share}" in captions, key  # the card says the same
+        assert ("every review gets the same label" in bullet) == (max(Counter(said).values()) == 39), key
+        assert f"In {len(run.history.step_losses):,} steps the loss goes from {run.history.epochs[0].train_loss:.3f} to " \
+               f"{run.history.epochs[-1].train_loss:.3f}" in bullet, key
+    assert "recorded as the model trained, after every epoch" in captions  # 30 epochs: every one kept
+    lapse = chart(at, "seedexp_time_lapse")  # the first variant and sentence
+    assert [f["name"] for f in lapse["frames"]] == [str(e) for e in range(31)]
+    kept = sorted(seq.jobs["frozen"].run.snapshots)
+    assert lapse["layout"]["xaxis3"]["ticktext"] == [str(e) for e in kept[:-1]] + ["30★"]
+
+
+def test_saving_a_variant_takes_a_free_name_and_touches_nothing_else(runs_dir: Path) -> None:
+    at, _ = trained(2, 1)
+    mine = runs_dir / "seed-experiment-head"  # a folder of the user's that happens to have the name
+    mine.mkdir(parents=True)
+    (mine / "notes.txt").write_bytes(b"my notes\n")
+    for _ in range(2):
+        at.button(key="seedexp_save_head").click().run()
+        assert not at.exception
+    assert sorted(p.name for p in runs_dir.iterdir()) == ["seed-experiment-head", "seed-experiment-head-2",
+                                                      "seed-experiment-head-3"]
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"] and (mine / "notes.txt").read_bytes() == b"my notes\n"
+    assert "Saved as `seed-experiment-head-3`" in at.success[0].value
+    assert load_run(runs_dir / "seed-experiment-head-2").name == "seed-experiment-head-2"  # its folder, not the job's key "head"
+
+
+def test_saving_where_no_folder_can_be_made_is_an_error_not_a_traceback(runs_dir: Path) -> None:
+    at, _ = trained(2, 1)
+    runs_dir.parent.mkdir(parents=True, exist_ok=True)
+    runs_dir.write_bytes(b"a file where the runs folder should be")
+    at.button(key="seedexp_save_frozen").click().run()
+    assert not at.exception
+    assert "Could not save it" in at.error[0].value and "runs folder" in at.error[0].value
+    assert runs_dir.read_bytes() == b"a file where the runs folder should be"
+
+
+def test_the_maps_are_predicted_once_per_run_not_on_every_rerun(runs_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at, seq = trained(2, 1)
+    first = {c.proto.id: c.proto.spec for c in at.get("plotly_chart") if "seedexp_map_" in c.proto.id}
+    assert len(first) == 15  # five sentences × three variants
+    calls = []
+    predict = Run.predict
+    monkeypatch.setattr(Run, "predict", lambda self, *a, **k: calls.append(a) or predict(self, *a, **k))
+    at.selectbox(key="seedexp_tl_sentence").set_value(SEED.train.probes[1]).run()  # any click reruns the page
+    assert not at.exception
+    assert calls == []
+    assert {c.proto.id: c.proto.spec for c in at.get("plotly_chart") if "seedexp_map_" in c.proto.id} == first
+    frozen = seq.jobs["frozen"]
+    frozen.run_renamed(frozen.run_path.rename(frozen.run_path.with_name("renamed")))  # its files changed: a new stamp
+    at.run()
+    assert not at.exception
+    assert len(calls) == len(SEED.train.probes)  # the frozen variant's five, again

@@ -1,0 +1,1 @@
+"""Tests of runner (training jobs, the queue, the job registry): test_<module>.py."""

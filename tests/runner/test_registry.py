@@ -1,0 +1,187 @@
+"""A reload (or a second tab) of a workspace finds its page's job again (runner.registry, ui.training_page):
+the registry alone, then the Train page and the Seed experiment in AppTest, locally and in shared mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from runner.registry import JobRegistry
+from tests.helpers.apptest import start_small_training
+
+TIMEOUT = 90
+ROOT = Path(__file__).resolve().parents[2]
+TRAIN = str(ROOT / "pages" / "1_Train.py")
+SEED = str(ROOT / "pages" / "6_Seed_experiment.py")
+
+
+# -- the registry ---------------------------------------------------------------------------------------
+class Job:
+    def __init__(self) -> None:
+        self.done = False
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_workspace_finds_only_its_own_page_jobs_and_the_last_one_registered():
+    reg = JobRegistry()
+    mine, theirs, newer, seq = Job(), Job(), Job(), Job()
+    reg.register("me", "train_job", mine, label="Training “a”", page="Train")
+    reg.register("them", "train_job", theirs, label="Training “b”", page="Train")
+    reg.register("me", "seedexp_seq", seq, label="Seed experiment", page="Seed_experiment")
+    entry = reg.entries("me")["train_job"]
+    assert entry.job is mine and (entry.label, entry.page) == ("Training “a”", "Train")
+    assert list(reg.entries("me")) == ["train_job", "seedexp_seq"] and reg.entries("me")["seedexp_seq"].job is seq
+    assert {k: e.job for k, e in reg.entries("them").items()} == {"train_job": theirs}
+    assert reg.entries("nobody") == {}
+    reg.register("me", "train_job", newer, label="Training “c”", page="Train")
+    assert reg.entries("me")["train_job"].job is newer
+    reg.drop("me", "train_job", mine)  # an older job's page was reset: the newer one stays
+    assert reg.entries("me")["train_job"].job is newer
+    reg.drop("me", "train_job", newer)
+    assert list(reg.entries("me")) == ["seedexp_seq"] and reg.entries("them")["train_job"].job is theirs
+
+
+def test_an_ended_job_is_kept_for_its_page_then_dropped_after_some_minutes():
+    clock = Clock()
+    reg = JobRegistry(keep_ended=600, clock=clock)
+    running, ended = Job(), Job()
+    reg.register("a", "k", running, label="", page="Train")
+    reg.register("b", "k", ended, label="", page="Train")
+    ended.done = True
+    clock.now = 100.0
+    assert reg.entries("b")["k"].job is ended  # its end is noticed now: a reload still shows its results
+    clock.now = 699.0
+    assert reg.entries("b")["k"].job is ended
+    clock.now = 10_000.0
+    assert reg.entries("b") == {} and len(reg) == 1  # the running one is never dropped by age
+    assert reg.entries("a")["k"].job is running
+
+
+# -- the Train page -----------------------------------------------------------------------------------------
+@pytest.fixture
+def one_slot(monkeypatch):
+    from runner import queue
+
+    q = queue.TrainingQueue(slots=1)
+    monkeypatch.setattr(queue, "_server_queue", q)
+    return q
+
+
+def visit(page: str = TRAIN, token: str | None = None) -> AppTest:
+    at = AppTest.from_file(page, default_timeout=TIMEOUT)
+    if token is not None:
+        at.query_params["w"] = token
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def wait_for_an_epoch(job) -> None:
+    while not job.snapshot().epoch_records:
+        job.heartbeat()
+        job.join(0.05)
+
+
+def test_a_reload_finds_the_running_training_which_it_can_stop_and_then_shows_its_results(runs_dir):
+    first = visit()
+    start_small_training(first, 5000, "long")
+    job = first.session_state["train_job"]
+    reload = visit()  # a new session of the same (local) workspace: was a page with no training
+    assert reload.session_state["train_job"] is job
+    assert reload.session_state["background_jobs"]["train_job"][0] is job  # kept alive from every page again
+    assert reload.get("progress") and reload.button(key="train_stop").label == "Stop"
+    assert not reload.button(key="train_stop").disabled
+    wait_for_an_epoch(job)
+    reload.button(key="train_stop").click().run()
+    job.join(120)
+    reload.run()
+    assert not reload.exception and job.state == "stopped"
+    assert reload.success[0].value.startswith("Training stopped after")
+    assert "train_job" not in visit().session_state  # its results were shown: a reload now starts afresh
+
+
+def test_a_reload_on_another_page_keeps_the_training_alive_from_the_sidebar(runs_dir):
+    first = visit()
+    start_small_training(first, 5000, "elsewhere")
+    job = first.session_state["train_job"]
+    home = visit(str(ROOT / "app.py"))  # the learner reloads while reading the Home page
+    assert home.session_state["background_jobs"]["train_job"][0] is job
+    assert "Watch on Train" in [e.proto.label for e in home.sidebar if e.type == "page_link"]
+    job.stop()
+    job.join(120)
+
+
+def test_a_training_that_ended_with_no_page_open_shows_its_results_after_a_reload(runs_dir):
+    first = visit()
+    start_small_training(first, 2, "ended alone")
+    job = first.session_state["train_job"]
+    job.join(120)  # ended while no page ran (the tab was reloaded meanwhile)
+    reload = visit()
+    assert reload.session_state["train_job"] is job
+    assert [s.value for s in reload.success] == ["Training finished: all 2 epochs. Saved as run `ended-alone`."]
+    assert reload.get("download_button")
+
+
+def test_reset_forgets_the_job_for_every_later_reload(runs_dir):
+    first = visit()
+    start_small_training(first, 2, "reset me")
+    first.session_state["train_job"].join(120)
+    first.button(key="train_reset").click().run()
+    assert "train_job" not in visit().session_state
+
+
+TOKEN_A, TOKEN_B, TOKEN_C = "A" * 22, "B" * 22, "C" * 22
+
+
+def test_shared_a_reload_with_the_link_finds_the_waiting_training_and_no_one_else_sees_it(shared, one_slot):
+    a = visit(token=TOKEN_A)
+    start_small_training(a, 5000, "a-long")
+    running = a.session_state["train_job"]
+    b = visit(token=TOKEN_B)
+    start_small_training(b, 2, "b-waits")
+    waiting = b.session_state["train_job"]
+    assert waiting.state == "waiting"
+
+    b_again = visit(token=TOKEN_B)  # B reloads (or opens a second tab with the link)
+    assert b_again.session_state["train_job"] is waiting
+    assert b_again.info[0].value.startswith("Waiting for a free slot: 1st in line")
+    assert b_again.button(key="train_stop").label == "Cancel"
+
+    c = visit(token=TOKEN_C)  # another workspace: no training on its page, nobody's place in line
+    assert "train_job" not in c.session_state and not c.get("progress")
+    assert not [i for i in c.info if "Waiting" in i.value]
+    a_again = visit(token=TOKEN_A)
+    assert a_again.session_state["train_job"] is running  # A's own, not B's
+
+    b_again.button(key="train_stop").click().run()  # Cancel from the reloaded tab
+    assert not b_again.exception and waiting.state == "cancelled"
+    assert b_again.info[0].value == "Training cancelled before it started — nothing was trained or saved."
+    wait_for_an_epoch(running)
+    a_again.button(key="train_stop").click().run()
+    running.join(120)
+    assert running.state == "stopped" and one_slot.running == [] and one_slot.waiting == []
+
+
+# -- the Seed experiment ----------------------------------------------------------------------------------
+def test_a_reload_of_the_seed_experiment_finds_its_sequence_and_its_results(runs_dir):
+    first = visit(SEED)
+    first.number_input(key="seedexp_epochs").set_value(1)
+    first.number_input(key="seedexp_default_epochs").set_value(1)
+    first.button(key="seedexp_train").click().run()
+    seq = first.session_state["seedexp_seq"]
+    reload = visit(SEED)
+    assert reload.session_state["seedexp_seq"] is seq
+    assert seq.join(300)
+    reload.run()
+    assert not reload.exception
+    assert [h.value for h in reload.header][:1] == ["Final training loss"]  # the three variants' results
+    assert "seedexp_seq" not in visit(SEED).session_state  # shown: a later reload starts afresh

@@ -1,0 +1,76 @@
+"""The Train page's words on how a training ended (ui.train_views.ending, and kept_model in its results'
+caption), from a real training's history.
+
+The default preset stops by patience (issue 15): a learner who asked for 40 epochs and got 9 is told why.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from attention_core import ModelConfig, TrainConfig, Trainer, load_embeddings
+from attention_core.training import History, patience_stop
+from runner.jobs import JobSnapshot
+from tests.helpers.tiny_data import tiny_sentiment
+from ui.train_views import ending, kept_model
+
+MODEL = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32, pooling="attention", local_conv=3)
+
+
+@pytest.fixture(scope="module")
+def train():
+    emb, ds = load_embeddings(), tiny_sentiment()
+    return lambda **options: Trainer(MODEL, config(**options), ds, emb).run().history
+
+
+def config(**options) -> TrainConfig:
+    return TrainConfig(batch_size=4, lr=0.05, val_fraction=0.34, **options)
+
+
+def snapshot(history: History, planned: int, run_path: Path) -> JobSnapshot:
+    """What the job reports once its training has ended and its run is saved (in ``run_path``)."""
+    run_path.mkdir()
+    n = len(history.epochs)
+    return JobSnapshot(history.status, n, planned, 0, 0, 0.0, 0.0, None, history.epochs, [], None, history.message,
+                       run_path, True)
+
+
+def test_a_training_ended_by_its_patience_says_so_and_why(train, tmp_path):
+    history = train(epochs=200, patience=2)
+    trained = len(history.epochs)
+    assert history.status == "finished" and trained < 200  # the precondition: patience ended it
+    said = ending(snapshot(history, 200, tmp_path / "early"), config(epochs=200, patience=2))
+    assert said == (f"Training finished: {trained} of 200 epochs. Stopped early after epoch {trained}: validation loss "
+                    f"has not improved for 2 epochs (best at epoch {history.kept_epoch}). Saved as run `early`.")
+    # The results' caption says it too, briefly (it said "epoch k of n (200 planned)", as for a Stop).
+    assert kept_model(history, config(epochs=200, patience=2)) == (
+        f"epoch {history.kept_epoch} (stopped by patience 2 after {trained} of 200 planned epochs)")
+
+
+def test_a_training_that_ran_all_its_epochs_gives_no_reason(train, tmp_path):
+    history = train(epochs=3, patience=3)  # too few epochs for a patience of 3 to end it
+    assert (history.status, len(history.epochs), history.message) == ("finished", 3, "")
+    assert ending(snapshot(history, 3, tmp_path / "full"), config(epochs=3, patience=3)) == (
+        "Training finished: all 3 epochs. Saved as run `full`.")
+    assert kept_model(history, config(epochs=3, patience=3)) == f"epoch {history.kept_epoch} of 3"
+
+
+def test_a_stopped_training_is_told_as_before(train, tmp_path):
+    history = train(epochs=2)
+    history.status, history.message = "stopped", "stopped by the user after 2 epoch(s)"
+    said = ending(snapshot(history, 50, tmp_path / "mine"), config(epochs=50, patience=2))
+    assert said == "Training stopped after 2 of 50 epochs. Saved as run `mine`."
+    assert not re.search("(?i)stopped by the user|patience|improved", said)
+    assert kept_model(history, config(epochs=50, patience=2)) == f"epoch {history.kept_epoch} of 2 (50 planned)"
+
+
+@pytest.mark.parametrize(("status", "trained", "patience", "said"), [
+    ("finished", 12, 4, "stopped by patience 4 after 12 of 40 planned epochs"),
+    ("finished", 40, 4, ""),  # ran every epoch
+    ("finished", 12, None, ""),  # no patience: the data ran out (no training rows)
+    ("stopped", 12, 4, ""), ("time budget", 12, 4, ""), ("diverged", 12, 4, "")])
+def test_only_a_run_its_patience_ended_is_said_to_be_stopped_by_patience(status, trained, patience, said):
+    assert patience_stop(status, trained, TrainConfig(epochs=40, patience=patience)) == said

@@ -1,0 +1,76 @@
+"""ui.training_page: a page that trains is set up in one call, and its trainings are tracked under
+the address the router gives the page (its entry in ui.navigation, found by its file, not typed by
+hand), so the sidebar's link leads back to it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.helpers.apptest import start_small_training
+from ui.navigation import PAGE_FILES, page_of
+
+TIMEOUT = 90
+ROOT = Path(__file__).resolve().parents[2]
+
+
+pytestmark = pytest.mark.usefixtures("runs_dir")  # every test on a runs root of its own (conftest)
+
+
+def current_page(at: AppTest) -> str:
+    """The url_path of the page the last run ended on."""
+    return at._registered_pages[at._finished_page_script_hash]["url_pathname"]
+
+
+def back_from_home(at: AppTest, label: str) -> str:
+    """Go home, follow the sidebar's link starting with ``label`` as a browser does; the page it led to."""
+    at.switch_page("app.py").run()
+    assert not at.exception, at.exception
+    link = next(x for x in at.sidebar.get("page_link") if x.proto.label.startswith(label))
+    at._page_hash = link.proto.page_script_hash
+    at.run()
+    at._page_hash = ""
+    assert not at.exception, at.exception
+    return current_page(at)
+
+
+def test_a_training_started_on_the_train_page_is_tracked_under_its_address_and_linked_back():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    at.switch_page("pages/1_Train.py").run()
+    start_small_training(at, 1, "tracked")
+    job = at.session_state["train_job"]
+    tracked_job, label, url_path = at.session_state["background_jobs"]["train_job"]
+    assert tracked_job is job and label == "Training “tracked”"
+    assert url_path == current_page(at) == "Train"
+    job.join(120)
+    assert job.snapshot().state == "finished", job.snapshot().message
+    assert back_from_home(at, "Results on") == "Train"
+    at.button(key="train_reset").click().run()  # Reset forgets it on the page and in the sidebar
+    assert "train_job" not in at.session_state and "train_job" not in at.session_state["background_jobs"]
+
+
+def test_the_seed_experiment_is_tracked_under_its_address_and_linked_back():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    at.switch_page("pages/6_Seed_experiment.py").run()
+    at.number_input(key="seedexp_epochs").set_value(1)
+    at.number_input(key="seedexp_default_epochs").set_value(1)
+    at.button(key="seedexp_train").click().run()
+    assert not at.exception, at.exception
+    seq = at.session_state["seedexp_seq"]
+    tracked_job, label, url_path = at.session_state["background_jobs"]["seedexp_seq"]
+    assert tracked_job is seq and label == "Seed experiment"
+    assert url_path == current_page(at) == "Seed_experiment"
+    assert seq.join(300)
+    assert [j.snapshot().state for j in seq.jobs.values()] == ["finished"] * 3
+    assert back_from_home(at, "Results on") == "Seed_experiment"
+
+
+def test_every_page_file_is_listed_once_and_a_page_finds_its_own_entry():
+    listed = [p.path for p in PAGE_FILES]
+    assert sorted(listed) == sorted(f"pages/{f.name}" for f in (ROOT / "pages").glob("*.py"))
+    assert len({p.url_path for p in PAGE_FILES}) == len(PAGE_FILES)
+    assert page_of(ROOT / "pages" / "6_Seed_experiment.py").url_path == "Seed_experiment"
+    with pytest.raises(LookupError, match="add it to ui.navigation.PAGE_FILES"):
+        page_of(ROOT / "app.py")
