@@ -67,7 +67,7 @@ def attention_steps(
     else:
         if mask.dtype != torch.bool:
             raise ValueError(f"mask must be boolean (True = may attend), got {mask.dtype}")
-        # A hand-written broadcast check: torch.broadcast_shapes imports sympy on first use (0.3 s).
+        # A hand-written broadcast check: torch.broadcast_shapes imports sympy on first use (slow).
         trailing = zip(reversed(mask.shape), reversed(scaled.shape), strict=False)
         if mask.dim() > scaled.dim() or any(m not in (1, s) for m, s in trailing):
             raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to scores {tuple(scaled.shape)}")
@@ -157,8 +157,8 @@ class MultiHeadAttention(nn.Module):
         k = self._split(self.k_proj(context))  # (B, H, S, Dh)
         v = self._split(self.v_proj(value))  # (B, H, S, Dh)
         p = self.dropout if self.training else 0.0
-        # The explicit path is also the fast one here: on CPU, F.scaled_dot_product_attention
-        # with a boolean mask was ~20× slower forward+backward at these sizes (benchmarks/).
+        # The one attention function, need_weights or not: the heads use the weights the pages show
+        # (its speed against F.scaled_dot_product_attention on CPU: benchmarks/README.md).
         steps = attention_steps(q, k, v, mask=mask)
         weights = steps.weights  # (B, H, T, S)
         if edit_weights is not None:

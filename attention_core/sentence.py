@@ -38,8 +38,8 @@ class SentenceOutput:
 def evaluating(model: AttentionClassifier) -> Iterator[None]:
     """Run ``model`` in eval mode without gradients, then give it back in the mode it had.
 
-    A model in eval mode already is left alone (switching walks every module: ~20 µs a call,
-    which the faithfulness lab's hundreds of small batches per sentence would pay).
+    A model in eval mode already is left alone (switching walks every module, a cost the
+    faithfulness lab's hundreds of small batches per sentence would pay).
     """
     was_training = model.training
     if was_training:

@@ -28,9 +28,8 @@ from pathlib import Path
 
 import torch
 
-# Other processes using more than this many cores take one core away from us: on 2 cores, 2
-# threads gain nothing over 1 beside a neighbour using a quarter of a core, and lose beyond it
-# (benchmarks/README.md, cli_threads); below it, trials decide.
+# Other processes using more than this many cores take one core away from us: beside such a
+# neighbour a second thread stops paying (benchmarks/README.md, cli_threads); below it, trials decide.
 BUSY_CORES = 0.25
 # The limit goes back up only when the neighbours use this much less (no flapping at the edge).
 HYSTERESIS_CORES = 0.15

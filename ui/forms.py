@@ -36,11 +36,11 @@ def view_params(datasets: Sequence[str]) -> list[view_link.Param]:
 def hyperparameter_form(default_probe: str, data_name: str, *, on_start: Callable[[], None], disabled: bool = False) -> None:
     """Draw the form; its Start button calls ``on_start``, which reads the settings with :func:`form_settings`.
 
-    Start is a callback, run before the page: the page is then drawn once, with the job running
-    and the form disabled (drawing it, then starting the job and drawing it all again, cost the
-    server and each watching browser half a page more per Start). The form is drawn even while
-    a job runs (submit disabled): a widget Streamlit does not draw in a run loses its value, and
-    the learner's settings should survive a training. They also survive a visit to another page
+    Start is a callback, run before the page: the page is then drawn once per Start, with the job
+    running and the form disabled, rather than once before the job starts and again after (work for
+    the server and each watching browser). The form is drawn even while a job runs (submit
+    disabled): a widget Streamlit does not draw in a run loses its value, and the learner's
+    settings should survive a training. They also survive a visit to another page
     (:func:`ui.common.kept`).
     """
     choice = st.radio("Preset", list(PRESET_LABELS), horizontal=True, **kept("train_preset", DEFAULT.label, PRESET_LABELS))

@@ -1,10 +1,10 @@
 """A plotly chart that is updated in place, for figures redrawn several times a second.
 
 ``st.plotly_chart`` gives a chart a new identity whenever its figure changes, so the browser
-throws the chart away and builds a new one on every update: while a training was watched
-that cost the browser ~0.25 of a core for the curves alone, and a zoom or a hover label
-vanished every 0.4 s. This is a Streamlit v2 component (a few lines of JavaScript in the page
-itself, ``live_chart/live_chart.js``) that draws each new figure with ``Plotly.react``.
+throws the chart away and builds a new one on every update: costly for the browser at several
+updates a second, and a zoom or a hover label vanishes at each one. This is a Streamlit v2
+component (a few lines of JavaScript in the page itself, ``live_chart/live_chart.js``) that draws
+each new figure with ``Plotly.react``.
 
 plotly.js: Streamlit's own bundle of it sets ``window.Plotly`` when the page shows any
 ``st.plotly_chart``, and the live charts use that. On a page without one, they load the copy
@@ -71,8 +71,8 @@ def _plotly_url() -> str:
 
 # Declared once, while this module is imported (other threads wait for an import to end):
 # declare_component looks its caller up with inspect.getmodule, whose module cache is filled
-# without a lock, and a page run of another session filling it at the same moment made the
-# lookup fail ("module is None") on a cold start.
+# without a lock, and a page run of another session filling it at the same moment (a cold start
+# with several sessions) makes the lookup fail ("module is None").
 _plotly_url()
 
 

@@ -30,7 +30,7 @@ def configure_server() -> None:
             # Script runs (live redraws of every watched training) are busy Python: the event loop,
             # which needs the GIL back after every socket call, would queue behind them for 5 ms each.
             sys.setswitchinterval(SWITCH_INTERVAL)
-            # One torch thread for the server's own work (a sentence's heatmap takes ~1 ms): the
+            # One torch thread for the server's own work (small: a sentence's heatmap): the
             # training processes and the browser need the cores more. Before torch is imported, its
             # OpenMP runtime reads the count from the environment; the training processes inherit
             # it, and set their own count for every job (runner.worker).
@@ -44,9 +44,9 @@ def configure_server() -> None:
 def settle_heap() -> None:
     """Keep the server's long-lived objects out of Python's full garbage collections (``gc.freeze``).
 
-    The server holds ~270,000 objects the collector tracks (torch, plotly, pandas, Streamlit,
-    the embedding table's index), alive until it exits; a full collection walks them all, holding
-    the GIL, and the server answers nothing meanwhile. Frozen objects are skipped. Frozen here:
+    The server holds hundreds of thousands of objects the collector tracks (torch, plotly, pandas,
+    Streamlit, the embedding table's index), alive until it exits; a full collection walks them
+    all, holding the GIL, and the server answers nothing meanwhile. Frozen objects are skipped. Frozen here:
     what is alive at the start of the server's first few page runs once the model code (torch) is
     loaded, the imports and cached loaders of the runs before included. A frozen object is never
     collected, so this stops after those runs: what a session creates later is collected as usual.

@@ -19,11 +19,10 @@ def kept(key: str, default: object = None, options: Sequence | None = None) -> d
     ones being trained with, the example sentence instead of their own. The value is copied
     under a key of its own, which Streamlit does not clear, on every run that draws the widget,
     and becomes the widget's starting value when it is drawn again. The value is never written
-    to the widget's own key: a form widget drawn again and given its value that way was
-    submitted with its *default* instead (the learning rate sent as the minimum, seen in the
-    browser test; compare streamlit/streamlit#9082), and Streamlit warns about a widget given
-    both. A kept value that is no longer among ``options`` (e.g. another CSV's columns) falls
-    back to ``default``.
+    to the widget's own key: a form widget drawn again and given its value that way is
+    submitted with its *default* instead (the learning rate arrives as its minimum; compare
+    streamlit/streamlit#9082), and Streamlit warns about a widget given both. A kept value that
+    is no longer among ``options`` (e.g. another CSV's columns) falls back to ``default``.
 
     Example:
         >>> st.number_input("Epochs", 1, 5000, **kept("train_epochs", 10))  # doctest: +SKIP
