@@ -10,7 +10,7 @@ shared server (``ATTENTION_PLAYGROUND_SHARED=1``) every visitor has a folder of 
 A token is a random ``secrets.token_urlsafe(16)`` (128 bits) held in the visitor's link; only its
 digest reaches the file system. A token that is malformed gives a new workspace, and an unknown
 one an empty workspace: neither is an error, and no token lists another's runs. Every run name
-from a visitor goes through :func:`attention_core.runs.check_run_name`.
+from a visitor goes through :func:`attention_core.run_folders.check_run_name`.
 """
 
 from __future__ import annotations
@@ -21,15 +21,21 @@ import json
 import os
 import re
 import secrets
-import shutil
-import tempfile
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from attention_core.errors import InputError
-from attention_core.runs import OWN_FILES, check_run_name, delete_run, list_runs
+from attention_core.run_folders import (
+    check_run_name,
+    copy_run_folder,
+    delete_run,
+    is_run_folder,
+    linked_own_files,
+    list_runs,
+    run_bytes,
+)
 
 SHARED_ENV = "ATTENTION_PLAYGROUND_SHARED"
 RUNS_ENV = "ATTENTION_PLAYGROUND_RUNS"
@@ -185,6 +191,12 @@ def _cap_from(value: str | None) -> float | None:
     return cap
 
 
+def runs_root(default_root: str | os.PathLike, env: Mapping[str, str] | None = None) -> Path:
+    """The runs root: ``$ATTENTION_PLAYGROUND_RUNS``, else ``default_root``."""
+    env = os.environ if env is None else env
+    return Path(env.get(RUNS_ENV) or default_root)
+
+
 def _env_flag(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
@@ -210,7 +222,7 @@ class WorkspaceStore:
         from the app's config), the cap ``$ATTENTION_PLAYGROUND_WORKSPACE_MB``."""
         env = os.environ if env is None else env
         on = _env_flag(env.get(SHARED_ENV)) or bool(shared)
-        return cls(env.get(RUNS_ENV) or default_root, shared=on, cap_mb=_cap_from(env.get(CAP_ENV)))
+        return cls(runs_root(default_root, env), shared=on, cap_mb=_cap_from(env.get(CAP_ENV)))
 
     @property
     def published_dir(self) -> Path:
@@ -240,14 +252,14 @@ class WorkspaceStore:
 
     def run_path(self, workspace: Workspace, name: str) -> Path:
         """Where the run ``name`` of ``workspace`` is (or will be saved); ``name`` must be a plain run
-        name (:func:`attention_core.runs.check_run_name`)."""
+        name (:func:`attention_core.run_folders.check_run_name`)."""
         return workspace.runs_dir / check_run_name(name)
 
     def find_run(self, workspace: Workspace, name: str) -> Path:
         """The folder of the run ``name`` in ``workspace``; a ``WorkspaceError`` naming the workspace's
         own runs if there is none (a link is not followed)."""
         path = self.run_path(workspace, name)
-        if path.is_symlink() or not path.is_dir() or not (path / "config.json").is_file():
+        if not is_run_folder(path):
             own = [p.name for p in list_runs(workspace.runs_dir)]
             hint = f"its runs: {', '.join(own[:10])}" if own else "it holds no runs yet: train one into it"
             raise WorkspaceError(f"this workspace has no run named {name!r}", hint)
@@ -257,20 +269,19 @@ class WorkspaceStore:
         """Whether another workspace holds a run ``name`` (a link to a private run, opened by someone
         else: the app says the run is private, not that it does not exist)."""
         check_run_name(name)
-        return any(path.is_dir() and path.parent != workspace.runs_dir
-                   for path in (self.root / WORKSPACES).glob(f"*/{name}") if (path / "config.json").is_file())
+        return any(path.parent != workspace.runs_dir and is_run_folder(path) for path in (self.root / WORKSPACES).glob(f"*/{name}"))
 
     # -- disk space ---------------------------------------------------------------------------
 
     def usage(self, workspace: Workspace) -> int:
         """Bytes of the runs in ``workspace`` (links are not followed)."""
-        return sum(_folder_bytes(p) for p in list_runs(workspace.runs_dir))
+        return sum(run_bytes(p) for p in list_runs(workspace.runs_dir))
 
     def check_space(self, workspace: Workspace, adding: int = 0) -> None:
         """Raise a ``WorkspaceError`` saying what to delete if ``adding`` more bytes would pass the cap."""
         if self.cap_bytes is None:
             return
-        runs = sorted(((_folder_bytes(p), p.name) for p in list_runs(workspace.runs_dir)), reverse=True)
+        runs = sorted(((run_bytes(p), p.name) for p in list_runs(workspace.runs_dir)), reverse=True)
         used = sum(size for size, _ in runs)
         if used + adding <= self.cap_bytes:
             return
@@ -297,37 +308,26 @@ class WorkspaceStore:
         """
         check_run_name(name)
         source = workspace.runs_dir / name
-        if source.is_symlink() or not source.is_dir() or not (source / "config.json").is_file():
+        if not is_run_folder(source):
             raise WorkspaceError(f"there is no run named {name!r} in your workspace", "pick one from the list")
-        files = [source / f for f in OWN_FILES if (source / f).exists() or (source / f).is_symlink()]
-        linked = [f.name for f in files if f.is_symlink() or not f.is_file()]
+        linked = linked_own_files(source)
         if linked:
             raise WorkspaceError(f"{name!r} holds {', '.join(linked)} as a link or a folder", "publish a run saved by the app")
         self.published_dir.mkdir(parents=True, exist_ok=True)
         target = self.published_dir / name
-        if target.exists() or target.is_symlink():
-            raise WorkspaceError(f"a run named {name!r} is published already", "unpublish it first, or rename your run")
-        tmp = Path(tempfile.mkdtemp(prefix=".publishing-", dir=self.published_dir))
         try:
-            for f in files:
-                shutil.copyfile(f, tmp / f.name, follow_symlinks=False)
-            os.chmod(tmp, 0o755)
-            target.mkdir()  # the claim: fails if another publish of the same name came first
-            tmp.rename(target)
-            (self.published_dir / f".{name}.json").write_text(json.dumps({"label": workspace.label}))
+            if target.exists() or target.is_symlink():
+                raise FileExistsError(target)
+            copy_run_folder(source, target)
         except FileExistsError:
-            shutil.rmtree(tmp, ignore_errors=True)
             raise WorkspaceError(f"a run named {name!r} is published already", "unpublish it first, or rename your run") from None
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        (self.published_dir / f".{name}.json").write_text(json.dumps({"label": workspace.label}))
         return PublishedRun(name, target, workspace.label)
 
     def unpublish(self, name: str) -> None:
         """Remove the published copy ``name`` (the author's own run stays in their workspace)."""
         check_run_name(name)
-        path = self.published_dir / name
-        if path.is_symlink() or not path.is_dir() or not (path / "config.json").is_file():
+        if not is_run_folder(self.published_dir / name):
             raise WorkspaceError(f"no published run is named {name!r}", "pick one from the list")
         delete_run(self.published_dir, name)  # its checks: only a run's own files are removed
         (self.published_dir / f".{name}.json").unlink(missing_ok=True)
@@ -335,14 +335,6 @@ class WorkspaceStore:
     def is_published(self, path: str | os.PathLike) -> bool:
         """Whether ``path`` is a published run (read-only to learners)."""
         return Path(path).parent.resolve() == self.published_dir.resolve()
-
-
-def _folder_bytes(path: Path) -> int:
-    total = 0
-    for entry in os.scandir(path):
-        if entry.is_file(follow_symlinks=False):
-            total += entry.stat(follow_symlinks=False).st_size
-    return total
 
 
 def _read_label(path: Path) -> str:

@@ -10,7 +10,8 @@ import streamlit as st
 
 from attention_core import Embeddings, EmbeddingSource, Run, load_embeddings, load_run
 from attention_core.errors import EmbeddingError, InputError, RunError
-from attention_core.runs import check_run_name, list_runs, relink_embeddings, run_stamp
+from attention_core.run_folders import check_run_name, list_runs, run_stamp
+from attention_core.runs import relink_embeddings
 from attention_core.workspaces import (
     TEACHER_EMAILS_ENV,
     TEACHER_ENV,

@@ -29,7 +29,7 @@ from attention_core.faithfulness import (
     sentence_lab,
 )
 from attention_core.model import ModelConfig
-from attention_core.runs import run_stamp
+from attention_core.run_folders import run_stamp
 from ui import faithfulness_figures as figs
 from ui import figures, view_link
 from ui.live_chart import live_plotly_chart

@@ -19,7 +19,7 @@ from attention_core.export import attention_csv, file_stem
 from attention_core.history import ProbeSentence
 from attention_core.metrics import spearman
 from attention_core.model import ModelConfig
-from attention_core.runs import run_stamp
+from attention_core.run_folders import run_stamp
 from ui import figures, state, view_link
 from ui.common import EXAMPLES, get_run, run_choices
 from ui.state import kept, kept_in_state

@@ -11,13 +11,15 @@ another model) is computed live, as soon as torch is there. Light: json, threadi
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from attention_core.run_folders import list_runs
+from attention_core.workspaces import runs_root
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RUN = ROOT / "data" / "default_run"
@@ -31,7 +33,6 @@ EXAMPLES = [
     "very sad as they both fail",
 ]
 MODEL_CODE = "ui.common"  # importing it imports torch and the model code
-RUNS_ENV = "ATTENTION_PLAYGROUND_RUNS"  # the runs root, as attention_core.workspaces (which would load torch here)
 _warm_lock = threading.Lock()
 _warming: threading.Thread | None = None
 
@@ -87,13 +88,11 @@ def model_code_loaded() -> bool:
 
 
 def runs_saved() -> bool:
-    """Whether the runs root (``$ATTENTION_PLAYGROUND_RUNS``, else ``./runs``) may hold a saved run: a
-    folder in it with a ``config.json``. It errs towards yes (``attention_core.runs.list_runs`` is the
-    judge): the quick path, which shows the bundled model alone, is then not taken, and the model
-    picker lists the user's runs from the start."""
-    root = Path(os.environ.get(RUNS_ENV) or ROOT / "runs")
+    """Whether the runs root (:func:`attention_core.workspaces.runs_root`, else ``./runs``) holds a
+    saved run. It errs towards yes (a root that cannot be read): the quick path, which shows the
+    bundled model alone, is then not taken, and the model picker lists the user's runs from the start."""
     try:
-        return any(path.is_file() for path in root.glob("*/config.json"))
+        return bool(list_runs(runs_root(ROOT / "runs")))
     except OSError:
         return True
 

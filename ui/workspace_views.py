@@ -125,7 +125,7 @@ def _sign_in(providers: list[str | None]) -> None:
 
 
 def _teacher_panel() -> None:
-    from attention_core.runs import list_runs
+    from attention_core.run_folders import list_runs
     from ui import common
 
     store, workspace = common.workspace_store(), common.current_workspace()
