@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from attention_core.errors import InputError
+from attention_core.errors import InputError, RunError
 from attention_core.run_folders import (
     check_run_name,
     copy_run_folder,
@@ -50,6 +50,7 @@ KEY_LENGTH = 32  # hex digits of sha256 kept: 128 bits
 WORKSPACES = "workspaces"
 PUBLISHED = "published"
 MB = 1024 * 1024
+PUBLISHED_LINK = "published:"  # a published run in a link: run=published:<name>
 
 
 class WorkspaceError(InputError):
@@ -155,6 +156,14 @@ def verified_email(claims: Mapping[str, object]) -> str | None:
     return email.strip().lower()
 
 
+def signed_in_user(claims: Mapping[str, object] | None) -> tuple[str, str, str] | None:
+    """(issuer, subject, name or e-mail) of a visitor whose identity ``claims`` (``st.user``: ``iss``,
+    ``sub``, ``name``, ``email``…) say they are signed in, else None."""
+    if not claims or claims.get("is_logged_in") is not True or not claims.get("iss") or not claims.get("sub"):
+        return None
+    return str(claims["iss"]), str(claims["sub"]), str(claims.get("name") or claims.get("email") or "")
+
+
 def is_teacher_email(claims: Mapping[str, object], emails: frozenset[str]) -> bool:
     """Whether a signed-in user with identity ``claims`` is a teacher: their verified e-mail is in ``emails``."""
     email = verified_email(claims)
@@ -177,6 +186,11 @@ class PublishedRun:
     name: str
     path: Path
     label: str  # the author workspace's label
+
+    @property
+    def choice(self) -> str:
+        """Its name in the model picker (no run's own name can look like it)."""
+        return f"📌 {self.name} — by {self.label}"
 
 
 def _cap_from(value: str | None) -> float | None:
@@ -240,6 +254,36 @@ class WorkspaceStore:
         key = token_key(token)
         return Workspace(key, self.root / WORKSPACES / key, f"learner {key[:6]}"), token
 
+    def for_visitor(self, *, claims: Mapping[str, object] | None = None, link_token: str | None = None,
+                    tab_token: str | None = None, remembered_token: str | None = None) -> tuple[Workspace, str | None]:
+        """A visitor's workspace and the token their tab keeps (None where there is none to keep).
+
+        Locally, the runs root. In shared mode: the signed-in user's (identity ``claims``), else the
+        one of the token in the address (``link_token``) if well-formed, else this tab's own
+        (``tab_token``), else the one the browser remembers (``remembered_token``), else a new one.
+        """
+        if not self.shared:
+            return self.local(), None
+        user = signed_in_user(claims)
+        if user is not None:
+            return self.for_user(*user), None
+        return self.for_token(link_token if is_token(link_token) else tab_token or remembered_token)
+
+    def runs_folder(self, workspace: Workspace) -> Path:
+        """Where ``workspace``'s runs are saved: the runs root locally (created here), the workspace's
+        folder in shared mode (created when its first run is saved)."""
+        if not self.shared:
+            workspace.runs_dir.mkdir(parents=True, exist_ok=True)
+        return workspace.runs_dir
+
+    def is_teacher_visitor(self, *, holds_teacher_token: bool, claims: Mapping[str, object] | None,
+                           emails: frozenset[str]) -> bool:
+        """Whether a visitor is the teacher (shared mode only): they hold the teacher token (:func:`is_teacher`),
+        or are signed in with a verified e-mail in ``emails`` (:func:`is_teacher_email`)."""
+        if not self.shared:
+            return False
+        return holds_teacher_token or (signed_in_user(claims) is not None and is_teacher_email(claims or {}, emails))
+
     def for_link(self, value: str) -> Workspace:
         """The workspace of a token or private link someone typed (:func:`token_from_link`); a
         malformed one is a ``WorkspaceError``, never a new workspace."""
@@ -293,7 +337,9 @@ class WorkspaceStore:
     # -- published runs -----------------------------------------------------------------------
 
     def published_runs(self) -> list[PublishedRun]:
-        """Runs the teacher published, newest first, each with its author's label."""
+        """Runs the teacher published, newest first, each with its author's label (none locally)."""
+        if not self.shared:
+            return []
         out = []
         for path in list_runs(self.published_dir):
             label = _read_label(self.published_dir / f".{path.name}.json")
@@ -331,6 +377,49 @@ class WorkspaceStore:
             raise WorkspaceError(f"no published run is named {name!r}", "pick one from the list")
         delete_run(self.published_dir, name)  # its checks: only a run's own files are removed
         (self.published_dir / f".{name}.json").unlink(missing_ok=True)
+
+    # -- the model picker and links to runs ---------------------------------------------------
+
+    def run_choices(self, workspace: Workspace, bundled_name: str, bundled_path: Path) -> dict[str, Path]:
+        """The model picker's choices, display name → run folder: the bundled model first, then
+        ``workspace``'s runs, newest first, then the published runs (shared mode)."""
+        choices = {bundled_name: bundled_path}
+        for path in list_runs(self.runs_folder(workspace)):
+            choices[path.name] = path
+        for run in self.published_runs():
+            choices[run.choice] = run.path
+        return choices
+
+    def run_link_name(self, choice: str, bundled_name: str) -> str | None:
+        """The model picker's ``choice`` as a link's ``run``: an own run's folder name,
+        ``published:<name>`` for a published run, None for the bundled model."""
+        if choice == bundled_name:
+            return None
+        for run in self.published_runs():
+            if run.choice == choice:
+                return f"{PUBLISHED_LINK}{run.name}"
+        return choice
+
+    def run_from_link(self, workspace: Workspace, value: str) -> str:
+        """The model picker's choice for a link's ``run``; a ``RunError`` (what is wrong, how to fix it)
+        for a malformed name, a run that does not exist in ``workspace``, or another workspace's private
+        run. The message quotes a name only once it is a run's name (letters, digits, '-', '_', '.')."""
+        published = value.startswith(PUBLISHED_LINK)
+        try:
+            name = check_run_name(value[len(PUBLISHED_LINK):] if published else value)
+        except RunError:
+            raise RunError("that is not a run's name", "a run's name has letters, digits, '-', '_' and '.'") from None
+        if published:
+            for run in self.published_runs():
+                if run.name == name:
+                    return run.choice
+            raise RunError(f"no published run is named {name!r}", "your teacher may have unpublished it")
+        if name in {path.name for path in list_runs(self.runs_folder(workspace))}:
+            return name
+        if self.shared and self.held_elsewhere(workspace, name):
+            raise RunError(f"the run {name!r} is private: it belongs to another workspace",
+                           "its author can ask the teacher to publish it")
+        raise RunError(f"there is no run named {name!r} here", "it may have been renamed or deleted; pick one in the sidebar")
 
     def is_published(self, path: str | os.PathLike) -> bool:
         """Whether ``path`` is a published run (read-only to learners)."""
