@@ -4,6 +4,7 @@ Modules, in the order data flows through them:
 
 * :mod:`~attention_core.configs` — ``ModelConfig``, ``TrainConfig`` (torch-free)
 * :mod:`~attention_core.history` — ``History``, ``EpochRecord``: what a training records (torch-free)
+* :mod:`~attention_core.map_names` — the names of attention maps and heads ("Layer 1", "pooling.1") (torch-free)
 * :mod:`~attention_core.embeddings` — GloVe 6B 50d (or a user's file) as gensim KeyedVectors
 * :mod:`~attention_core.text` — GloVe-style tokenizer
 * :mod:`~attention_core.data` — CSV reading, column detection, validation report

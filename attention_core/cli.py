@@ -251,7 +251,8 @@ def run_trainer(trainer: Trainer, on_epoch: Callable[[EpochRecord], None] | None
 
 
 def _predict(args: argparse.Namespace) -> dict:
-    from attention_core.faithfulness import head_name, knock_out, parse_heads
+    from attention_core.faithfulness import knock_out
+    from attention_core.map_names import head_name, parse_heads
     from attention_core.runs import load_run
 
     run = load_run(_run_dir(args), embedding_file=args.embeddings)

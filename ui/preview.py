@@ -1,7 +1,7 @@
 """The home page's first picture before torch is loaded: the bundled model's answer to the first example.
 
-On a cold start the server must import torch (~1.5–2.2 s on 2 cores, most of the time before a
-newcomer sees anything) before it can run a model. The bundled model's prediction for the home
+On a cold start the server must import torch (most of the time before a newcomer sees anything;
+benchmarks/README.md) before it can run a model. The bundled model's prediction for the home
 page's first example sentence is saved next to it (``data/default_run/preview.json``, written by
 ``python -m ui.preview`` from the model itself; a test checks it against the model), so the home
 page shows it at once while torch loads in the background. Anything else (another sentence,
@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from attention_core import map_names as naming
 from attention_core.run_folders import list_runs
 from attention_core.workspaces import runs_root
 
@@ -66,7 +67,7 @@ class Preview:
 
     def __post_init__(self) -> None:
         if self.map_names is None:
-            object.__setattr__(self, "map_names", [f"Layer {i + 1}" for i in range(self.n_layers)])
+            object.__setattr__(self, "map_names", naming.map_names(self.n_layers, pooling=False))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Preview:
