@@ -269,8 +269,8 @@ def _run_folder(runs_dir: Path, name: str) -> Path:
 def claim_free_folder(runs_dir: Path, name: str) -> Path:
     """Create and return an empty folder ``name``, ``name-2``, ``name-3``… in ``runs_dir``.
 
-    ``mkdir`` is the claim (atomic): four learners who finish under the same name at the same
-    moment get four folders, where checking ``exists()`` first let two pick the same one.
+    ``mkdir`` is the claim (atomic): trainings that finish under the same name at the same moment
+    get a folder each.
     """
     runs_dir.mkdir(parents=True, exist_ok=True)
     base, n = safe_name(name), 1
