@@ -4,6 +4,7 @@ Modules, in the order data flows through them:
 
 * :mod:`~attention_core.configs` — ``ModelConfig``, ``TrainConfig`` (torch-free)
 * :mod:`~attention_core.history` — ``History``, ``EpochRecord``: what a training records (torch-free)
+* :mod:`~attention_core.map_names` — the names of attention maps and heads ("Layer 1", "pooling.1") (torch-free)
 * :mod:`~attention_core.embeddings` — GloVe 6B 50d (or a user's file) as gensim KeyedVectors
 * :mod:`~attention_core.text` — GloVe-style tokenizer
 * :mod:`~attention_core.data` — CSV reading, column detection, validation report
@@ -12,7 +13,8 @@ Modules, in the order data flows through them:
 * :mod:`~attention_core.model` — ``ModelConfig`` and ``AttentionClassifier``
 * :mod:`~attention_core.training` — ``TrainConfig``, ``Trainer``, ``History``
 * :mod:`~attention_core.presets` — ``seed`` (the Julia post) and ``default``
-* :mod:`~attention_core.runs` — run folders: save, load, list, rename, delete (safetensors + JSON); predict
+* :mod:`~attention_core.run_folders` — run folders without torch: list, summaries, rename, delete, zip, journal
+* :mod:`~attention_core.runs` — ``Run``: save and load a trained model (safetensors + JSON); predict
 
 Importing the package imports none of them: each name below is imported from its module when
 first used (PEP 562), so ``import attention_core.history`` does not load torch, and the home
@@ -35,7 +37,8 @@ _WHERE = {  # name → the module that defines it
     **dict.fromkeys(["EpochRecord", "History", "StepEvent"], "history"),
     "AttentionClassifier": "model",
     **dict.fromkeys(["PRESETS", "preset"], "presets"),
-    **dict.fromkeys(["Prediction", "Run", "list_runs", "load_run", "save_new_run", "save_run"], "runs"),
+    **dict.fromkeys(["Prediction", "Run", "load_run", "save_new_run", "save_run"], "runs"),
+    "list_runs": "run_folders",
     "tokenize": "text",
     **dict.fromkeys(["Trainer", "TrainResult", "evaluate_model"], "training"),
 }
@@ -66,6 +69,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from attention_core.metrics import Metrics, classification_metrics
     from attention_core.model import AttentionClassifier
     from attention_core.presets import PRESETS, preset
-    from attention_core.runs import Prediction, Run, list_runs, load_run, save_new_run, save_run
+    from attention_core.run_folders import list_runs
+    from attention_core.runs import Prediction, Run, load_run, save_new_run, save_run
     from attention_core.text import tokenize
     from attention_core.training import Trainer, TrainResult, evaluate_model

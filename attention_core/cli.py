@@ -167,7 +167,7 @@ def _device(name: str) -> str:
 
 
 def _train(args: argparse.Namespace) -> dict:
-    from attention_core.runs import prepare_destination
+    from attention_core.run_folders import is_run_folder, prepare_destination
 
     out = args.out
     if args.workspace is not None:
@@ -175,7 +175,7 @@ def _train(args: argparse.Namespace) -> dict:
             raise ConfigError("--workspace needs --name", "name the run, e.g. --name uci-1: the app lists it so")
         store, workspace = _workspace(args)
         out = store.run_path(workspace, args.name)
-        if (out / "config.json").exists() and not args.overwrite:
+        if is_run_folder(out) and not args.overwrite:
             raise ConfigError(f"this workspace has a run named {args.name!r} already",
                               "choose another --name, or --overwrite to replace it")
         store.check_space(workspace)  # its disk limit ($ATTENTION_PLAYGROUND_WORKSPACE_MB), as in the app
@@ -251,7 +251,8 @@ def run_trainer(trainer: Trainer, on_epoch: Callable[[EpochRecord], None] | None
 
 
 def _predict(args: argparse.Namespace) -> dict:
-    from attention_core.faithfulness import head_name, knock_out, parse_heads
+    from attention_core.faithfulness import knock_out
+    from attention_core.map_names import head_name, parse_heads
     from attention_core.runs import load_run
 
     run = load_run(_run_dir(args), embedding_file=args.embeddings)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields, replace
 
+from attention_core import map_names as naming
 from attention_core.errors import ConfigError
 
 POSITIONAL = ("none", "index", "sinusoidal", "learned")
@@ -114,8 +115,9 @@ class ModelConfig:
 
     def map_names(self) -> list[str]:
         """A name per attention map, in the forward pass's order: "Layer 1" … "Layer L", then "Pooling"
-        for the pooling query's (map index ``n_layers``, one row: the label's query over the tokens)."""
-        return [f"Layer {i + 1}" for i in range(self.n_layers)] + ["Pooling"] * (self.n_attention_maps - self.n_layers)
+        for the pooling query's (map index ``n_layers``, one row: the label's query over the tokens):
+        :func:`attention_core.map_names.map_names`."""
+        return naming.map_names(self.n_layers, self.n_attention_maps > self.n_layers)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -40,7 +40,7 @@ import torch
 from torch import Tensor
 
 from attention_core.encoding import Batch
-from attention_core.model import AttentionClassifier, ModelConfig
+from attention_core.model import AttentionClassifier
 from attention_core.sentence import run_sentence
 
 if TYPE_CHECKING:  # runs.py may one day import this module
@@ -50,7 +50,7 @@ HEAD_FUSIONS = ("mean", "max", "min")
 SALIENCY_METHODS = ("grad_x_input", "integrated_gradients", "grad_norm")
 
 __all__ = [
-    "HEAD_FUSIONS", "SALIENCY_METHODS", "Explanation", "attention_rollout", "explain", "rollout_maps",
+    "HEAD_FUSIONS", "SALIENCY_METHODS", "Explanation", "attention_rollout", "explain",
     "feature_saliency", "token_saliency", "top_k_mask",
 ]
 
@@ -118,20 +118,6 @@ def attention_rollout(
     for layer in fused[1:]:
         rollout = layer @ rollout  # Â_l · (Â_{l-1} · … · Â_1)
     return rollout if batched else rollout[0]
-
-
-def rollout_maps(cfg: ModelConfig, *, pooling: bool = True) -> str:
-    """The maps that :func:`explain`'s rollout multiplies, in words from ``cfg.map_names()``: "layer 1",
-    "layers 1–2", and with ``pooling`` a pooling attention's too, "layers 1–2 and the pooling attention"
-    (``Explanation.attention_to_token``).
-
-    Example:
-        >>> rollout_maps(ModelConfig(n_layers=2, pooling="attention"))
-        'layers 1–2 and the pooling attention'
-    """
-    names = cfg.map_names()
-    words = names[0].lower() if cfg.n_layers == 1 else f"layers 1–{cfg.n_layers}"
-    return words + "".join(f" and the {name.lower()} attention" for name in names[cfg.n_layers :] if pooling)
 
 
 # --- gradient saliency -----------------------------------------------------------------------

@@ -37,6 +37,7 @@ from torch import Tensor
 from attention_core.encoding import UNK, Batch, Encoded, TextEncoder
 from attention_core.errors import ConfigError, DataError, EmbeddingError
 from attention_core.explain import attention_rollout, feature_saliency
+from attention_core.map_names import head_name, heads_hint
 from attention_core.metrics import kendall
 from attention_core.model import AttentionClassifier, AttentionEdit, ModelConfig
 from attention_core.sentence import evaluating, run_encoded
@@ -61,57 +62,6 @@ _FLOW_SCALE = 2**20  # scipy's max-flow wants integer capacities: weights in uni
 # --- head knock-out ---------------------------------------------------------------------------
 
 
-def parse_heads(spec: str, cfg: ModelConfig) -> list[tuple[int, int]]:
-    """``"1.2,2.4"`` (map.head, 1-based) → ``[(0, 1), (1, 3)]`` (0-based); ``""`` → ``[]``.
-
-    A map is a layer's number, or ``pooling`` for the pooling attention (:func:`map_spec_names`);
-    the pooling map's number (``n_layers + 1``) is taken too. Raises ``ConfigError`` naming a head
-    the model does not have or a malformed item.
-
-    Example:
-        >>> parse_heads("1.2, 2.4", ModelConfig())
-        [(0, 1), (1, 3)]
-        >>> parse_heads("pooling.3", ModelConfig(n_layers=1, pooling="attention"))
-        [(1, 2)]
-    """
-    names = map_spec_names(cfg)
-    heads: list[tuple[int, int]] = []
-    for item in (part.strip() for part in spec.split(",")):
-        if not item:
-            continue
-        layer, dot, head = item.partition(".")
-        layer = layer.strip().lower()
-        if not dot or not (layer.isdigit() or layer in names) or not head.isdigit():
-            raise ConfigError(f"head {item!r} is not LAYER.HEAD", _heads_hint(cfg))
-        l, h = (names.index(layer) + 1 if layer in names else int(layer)), int(head)
-        if not (1 <= l <= cfg.n_attention_maps and 1 <= h <= cfg.n_heads):
-            raise ConfigError(f"head {item} does not exist", _heads_hint(cfg))
-        if (l - 1, h - 1) not in heads:
-            heads.append((l - 1, h - 1))
-    return heads
-
-
-def map_spec_names(cfg: ModelConfig) -> list[str]:
-    """How a head's map is written before the dot, per map of ``cfg.map_names()``: "1" … "L", then "pooling"."""
-    return [name.removeprefix("Layer ").lower() for name in cfg.map_names()]
-
-
-def _heads_hint(cfg: ModelConfig) -> str:
-    layers = "layer 1" if cfg.n_layers == 1 else f"layers 1–{cfg.n_layers}"
-    hint = f"this model has heads 1–{cfg.n_heads} in {layers}"
-    if cfg.n_attention_maps == cfg.n_layers:
-        return f"{hint}: write them as LAYER.HEAD, e.g. 1.{cfg.n_heads}"
-    pooling = map_spec_names(cfg)[-1]
-    return (f"{hint} and in the pooling attention: write them as LAYER.HEAD or {pooling}.HEAD, e.g. "
-            f"1.{cfg.n_heads},{pooling}.1 ({pooling}.1 is also {cfg.n_attention_maps}.1)")
-
-
-def head_name(layer: int, head: int, cfg: ModelConfig | None = None) -> str:
-    """0-based (map, head) → ``"map.head"`` 1-based, as the CLI takes it; with ``cfg``, the pooling
-    attention's heads are named ``"pooling.head"`` (:func:`map_spec_names`)."""
-    return f"{map_spec_names(cfg)[layer] if cfg is not None else layer + 1}.{head + 1}"
-
-
 def knock_out(heads: Iterable[tuple[int, int]], cfg: ModelConfig, mode: str = "zero") -> AttentionEdit | None:
     """An attention edit that switches ``heads`` (0-based (layer, head)) off; None when there are none.
 
@@ -132,7 +82,7 @@ def knock_out(heads: Iterable[tuple[int, int]], cfg: ModelConfig, mode: str = "z
     off = torch.zeros(cfg.n_attention_maps, cfg.n_heads, dtype=torch.bool)  # (L or L + 1, H)
     for layer, head in heads:
         if not (0 <= layer < cfg.n_attention_maps and 0 <= head < cfg.n_heads):
-            raise ConfigError(f"head {head_name(layer, head)} does not exist", _heads_hint(cfg))
+            raise ConfigError(f"head {head_name(layer, head)} does not exist", heads_hint(cfg))
         off[layer, head] = True
     if not off.any():
         return None

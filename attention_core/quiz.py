@@ -26,7 +26,8 @@ import numpy as np
 import torch
 
 from attention_core.errors import ConfigError, EmbeddingError
-from attention_core.faithfulness import head_name, knock_out, map_spec_names
+from attention_core.faithfulness import knock_out
+from attention_core.map_names import head_name, map_specs, map_words
 from attention_core.runs import Run
 from attention_core.sentence import SentenceOutput
 from attention_core.text import TOKENIZERS
@@ -147,7 +148,7 @@ def _attends_most(s: _Sentence, rng: np.random.Generator) -> list[Question]:
     best = np.stack([attention[..., at[i]].max(-1) for i in range(len(words))], -1)  # (L, H, T, W)
     top2 = np.sort(best, -1)[..., -2:]  # (L, H, T, 2)
     clear = top2[..., 1] - top2[..., 0] >= MARGINS["attends_most"]  # (L, H, T)
-    out, names = [], [name.lower() for name in cfg.map_names()]  # "layer 1", …
+    out, names = [], map_words(cfg)  # "layer 1", …
     for layer, head, q in zip(*np.nonzero(clear), strict=True):
         weight = dict(zip(words, best[layer, head, q].tolist(), strict=True))  # word → its weight in this row
         ranked = sorted(words, key=lambda w: -weight[w])
@@ -185,7 +186,7 @@ def _knock_out(s: _Sentence, rng: np.random.Generator) -> list[Question]:
     distractors = _distractors(rng, clear)
     options = _shuffled(rng, answer, distractors)
     lines = ", ".join(f"{h} → {p + change[h]:.3f} ({change[h]:+.3f})" for h in sorted(options))
-    pooling = (f" ({map_spec_names(cfg)[-1]}.h: the {cfg.map_names()[-1].lower()} attention's heads)"
+    pooling = (f" ({map_specs(cfg)[-1]}.h: the {map_words(cfg)[-1]} attention's heads)"
                if cfg.n_attention_maps > cfg.n_layers else "")
     return [Question(
         key=f"knock_out|{s.run.name}|{s.text}",

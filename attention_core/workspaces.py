@@ -10,7 +10,7 @@ shared server (``ATTENTION_PLAYGROUND_SHARED=1``) every visitor has a folder of 
 A token is a random ``secrets.token_urlsafe(16)`` (128 bits) held in the visitor's link; only its
 digest reaches the file system. A token that is malformed gives a new workspace, and an unknown
 one an empty workspace: neither is an error, and no token lists another's runs. Every run name
-from a visitor goes through :func:`attention_core.runs.check_run_name`.
+from a visitor goes through :func:`attention_core.run_folders.check_run_name`.
 """
 
 from __future__ import annotations
@@ -21,15 +21,21 @@ import json
 import os
 import re
 import secrets
-import shutil
-import tempfile
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from attention_core.errors import InputError
-from attention_core.runs import OWN_FILES, check_run_name, delete_run, list_runs
+from attention_core.errors import InputError, RunError
+from attention_core.run_folders import (
+    check_run_name,
+    copy_run_folder,
+    delete_run,
+    is_run_folder,
+    linked_own_files,
+    list_runs,
+    run_bytes,
+)
 
 SHARED_ENV = "ATTENTION_PLAYGROUND_SHARED"
 RUNS_ENV = "ATTENTION_PLAYGROUND_RUNS"
@@ -44,6 +50,7 @@ KEY_LENGTH = 32  # hex digits of sha256 kept: 128 bits
 WORKSPACES = "workspaces"
 PUBLISHED = "published"
 MB = 1024 * 1024
+PUBLISHED_LINK = "published:"  # a published run in a link: run=published:<name>
 
 
 class WorkspaceError(InputError):
@@ -149,6 +156,14 @@ def verified_email(claims: Mapping[str, object]) -> str | None:
     return email.strip().lower()
 
 
+def signed_in_user(claims: Mapping[str, object] | None) -> tuple[str, str, str] | None:
+    """(issuer, subject, name or e-mail) of a visitor whose identity ``claims`` (``st.user``: ``iss``,
+    ``sub``, ``name``, ``email``…) say they are signed in, else None."""
+    if not claims or claims.get("is_logged_in") is not True or not claims.get("iss") or not claims.get("sub"):
+        return None
+    return str(claims["iss"]), str(claims["sub"]), str(claims.get("name") or claims.get("email") or "")
+
+
 def is_teacher_email(claims: Mapping[str, object], emails: frozenset[str]) -> bool:
     """Whether a signed-in user with identity ``claims`` is a teacher: their verified e-mail is in ``emails``."""
     email = verified_email(claims)
@@ -172,6 +187,11 @@ class PublishedRun:
     path: Path
     label: str  # the author workspace's label
 
+    @property
+    def choice(self) -> str:
+        """Its name in the model picker (no run's own name can look like it)."""
+        return f"📌 {self.name} — by {self.label}"
+
 
 def _cap_from(value: str | None) -> float | None:
     if value is None or not value.strip():
@@ -183,6 +203,12 @@ def _cap_from(value: str | None) -> float | None:
     if not cap > 0:
         raise WorkspaceError(f"{CAP_ENV}={value[:20]!r} is not a size in MB", "set a positive number, e.g. 200, or unset it")
     return cap
+
+
+def runs_root(default_root: str | os.PathLike, env: Mapping[str, str] | None = None) -> Path:
+    """The runs root: ``$ATTENTION_PLAYGROUND_RUNS``, else ``default_root``."""
+    env = os.environ if env is None else env
+    return Path(env.get(RUNS_ENV) or default_root)
 
 
 def _env_flag(value: str | None) -> bool:
@@ -210,7 +236,7 @@ class WorkspaceStore:
         from the app's config), the cap ``$ATTENTION_PLAYGROUND_WORKSPACE_MB``."""
         env = os.environ if env is None else env
         on = _env_flag(env.get(SHARED_ENV)) or bool(shared)
-        return cls(env.get(RUNS_ENV) or default_root, shared=on, cap_mb=_cap_from(env.get(CAP_ENV)))
+        return cls(runs_root(default_root, env), shared=on, cap_mb=_cap_from(env.get(CAP_ENV)))
 
     @property
     def published_dir(self) -> Path:
@@ -228,6 +254,36 @@ class WorkspaceStore:
         key = token_key(token)
         return Workspace(key, self.root / WORKSPACES / key, f"learner {key[:6]}"), token
 
+    def for_visitor(self, *, claims: Mapping[str, object] | None = None, link_token: str | None = None,
+                    tab_token: str | None = None, remembered_token: str | None = None) -> tuple[Workspace, str | None]:
+        """A visitor's workspace and the token their tab keeps (None where there is none to keep).
+
+        Locally, the runs root. In shared mode: the signed-in user's (identity ``claims``), else the
+        one of the token in the address (``link_token``) if well-formed, else this tab's own
+        (``tab_token``), else the one the browser remembers (``remembered_token``), else a new one.
+        """
+        if not self.shared:
+            return self.local(), None
+        user = signed_in_user(claims)
+        if user is not None:
+            return self.for_user(*user), None
+        return self.for_token(link_token if is_token(link_token) else tab_token or remembered_token)
+
+    def runs_folder(self, workspace: Workspace) -> Path:
+        """Where ``workspace``'s runs are saved: the runs root locally (created here), the workspace's
+        folder in shared mode (created when its first run is saved)."""
+        if not self.shared:
+            workspace.runs_dir.mkdir(parents=True, exist_ok=True)
+        return workspace.runs_dir
+
+    def is_teacher_visitor(self, *, holds_teacher_token: bool, claims: Mapping[str, object] | None,
+                           emails: frozenset[str]) -> bool:
+        """Whether a visitor is the teacher (shared mode only): they hold the teacher token (:func:`is_teacher`),
+        or are signed in with a verified e-mail in ``emails`` (:func:`is_teacher_email`)."""
+        if not self.shared:
+            return False
+        return holds_teacher_token or (signed_in_user(claims) is not None and is_teacher_email(claims or {}, emails))
+
     def for_link(self, value: str) -> Workspace:
         """The workspace of a token or private link someone typed (:func:`token_from_link`); a
         malformed one is a ``WorkspaceError``, never a new workspace."""
@@ -240,14 +296,14 @@ class WorkspaceStore:
 
     def run_path(self, workspace: Workspace, name: str) -> Path:
         """Where the run ``name`` of ``workspace`` is (or will be saved); ``name`` must be a plain run
-        name (:func:`attention_core.runs.check_run_name`)."""
+        name (:func:`attention_core.run_folders.check_run_name`)."""
         return workspace.runs_dir / check_run_name(name)
 
     def find_run(self, workspace: Workspace, name: str) -> Path:
         """The folder of the run ``name`` in ``workspace``; a ``WorkspaceError`` naming the workspace's
         own runs if there is none (a link is not followed)."""
         path = self.run_path(workspace, name)
-        if path.is_symlink() or not path.is_dir() or not (path / "config.json").is_file():
+        if not is_run_folder(path):
             own = [p.name for p in list_runs(workspace.runs_dir)]
             hint = f"its runs: {', '.join(own[:10])}" if own else "it holds no runs yet: train one into it"
             raise WorkspaceError(f"this workspace has no run named {name!r}", hint)
@@ -257,20 +313,19 @@ class WorkspaceStore:
         """Whether another workspace holds a run ``name`` (a link to a private run, opened by someone
         else: the app says the run is private, not that it does not exist)."""
         check_run_name(name)
-        return any(path.is_dir() and path.parent != workspace.runs_dir
-                   for path in (self.root / WORKSPACES).glob(f"*/{name}") if (path / "config.json").is_file())
+        return any(path.parent != workspace.runs_dir and is_run_folder(path) for path in (self.root / WORKSPACES).glob(f"*/{name}"))
 
     # -- disk space ---------------------------------------------------------------------------
 
     def usage(self, workspace: Workspace) -> int:
         """Bytes of the runs in ``workspace`` (links are not followed)."""
-        return sum(_folder_bytes(p) for p in list_runs(workspace.runs_dir))
+        return sum(run_bytes(p) for p in list_runs(workspace.runs_dir))
 
     def check_space(self, workspace: Workspace, adding: int = 0) -> None:
         """Raise a ``WorkspaceError`` saying what to delete if ``adding`` more bytes would pass the cap."""
         if self.cap_bytes is None:
             return
-        runs = sorted(((_folder_bytes(p), p.name) for p in list_runs(workspace.runs_dir)), reverse=True)
+        runs = sorted(((run_bytes(p), p.name) for p in list_runs(workspace.runs_dir)), reverse=True)
         used = sum(size for size, _ in runs)
         if used + adding <= self.cap_bytes:
             return
@@ -282,7 +337,9 @@ class WorkspaceStore:
     # -- published runs -----------------------------------------------------------------------
 
     def published_runs(self) -> list[PublishedRun]:
-        """Runs the teacher published, newest first, each with its author's label."""
+        """Runs the teacher published, newest first, each with its author's label (none locally)."""
+        if not self.shared:
+            return []
         out = []
         for path in list_runs(self.published_dir):
             label = _read_label(self.published_dir / f".{path.name}.json")
@@ -297,52 +354,76 @@ class WorkspaceStore:
         """
         check_run_name(name)
         source = workspace.runs_dir / name
-        if source.is_symlink() or not source.is_dir() or not (source / "config.json").is_file():
+        if not is_run_folder(source):
             raise WorkspaceError(f"there is no run named {name!r} in your workspace", "pick one from the list")
-        files = [source / f for f in OWN_FILES if (source / f).exists() or (source / f).is_symlink()]
-        linked = [f.name for f in files if f.is_symlink() or not f.is_file()]
+        linked = linked_own_files(source)
         if linked:
             raise WorkspaceError(f"{name!r} holds {', '.join(linked)} as a link or a folder", "publish a run saved by the app")
         self.published_dir.mkdir(parents=True, exist_ok=True)
         target = self.published_dir / name
-        if target.exists() or target.is_symlink():
-            raise WorkspaceError(f"a run named {name!r} is published already", "unpublish it first, or rename your run")
-        tmp = Path(tempfile.mkdtemp(prefix=".publishing-", dir=self.published_dir))
         try:
-            for f in files:
-                shutil.copyfile(f, tmp / f.name, follow_symlinks=False)
-            os.chmod(tmp, 0o755)
-            target.mkdir()  # the claim: fails if another publish of the same name came first
-            tmp.rename(target)
-            (self.published_dir / f".{name}.json").write_text(json.dumps({"label": workspace.label}))
+            if target.exists() or target.is_symlink():
+                raise FileExistsError(target)
+            copy_run_folder(source, target)
         except FileExistsError:
-            shutil.rmtree(tmp, ignore_errors=True)
             raise WorkspaceError(f"a run named {name!r} is published already", "unpublish it first, or rename your run") from None
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        (self.published_dir / f".{name}.json").write_text(json.dumps({"label": workspace.label}))
         return PublishedRun(name, target, workspace.label)
 
     def unpublish(self, name: str) -> None:
         """Remove the published copy ``name`` (the author's own run stays in their workspace)."""
         check_run_name(name)
-        path = self.published_dir / name
-        if path.is_symlink() or not path.is_dir() or not (path / "config.json").is_file():
+        if not is_run_folder(self.published_dir / name):
             raise WorkspaceError(f"no published run is named {name!r}", "pick one from the list")
         delete_run(self.published_dir, name)  # its checks: only a run's own files are removed
         (self.published_dir / f".{name}.json").unlink(missing_ok=True)
 
+    # -- the model picker and links to runs ---------------------------------------------------
+
+    def run_choices(self, workspace: Workspace, bundled_name: str, bundled_path: Path) -> dict[str, Path]:
+        """The model picker's choices, display name → run folder: the bundled model first, then
+        ``workspace``'s runs, newest first, then the published runs (shared mode)."""
+        choices = {bundled_name: bundled_path}
+        for path in list_runs(self.runs_folder(workspace)):
+            choices[path.name] = path
+        for run in self.published_runs():
+            choices[run.choice] = run.path
+        return choices
+
+    def run_link_name(self, choice: str, bundled_name: str) -> str | None:
+        """The model picker's ``choice`` as a link's ``run``: an own run's folder name,
+        ``published:<name>`` for a published run, None for the bundled model."""
+        if choice == bundled_name:
+            return None
+        for run in self.published_runs():
+            if run.choice == choice:
+                return f"{PUBLISHED_LINK}{run.name}"
+        return choice
+
+    def run_from_link(self, workspace: Workspace, value: str) -> str:
+        """The model picker's choice for a link's ``run``; a ``RunError`` (what is wrong, how to fix it)
+        for a malformed name, a run that does not exist in ``workspace``, or another workspace's private
+        run. The message quotes a name only once it is a run's name (letters, digits, '-', '_', '.')."""
+        published = value.startswith(PUBLISHED_LINK)
+        try:
+            name = check_run_name(value[len(PUBLISHED_LINK):] if published else value)
+        except RunError:
+            raise RunError("that is not a run's name", "a run's name has letters, digits, '-', '_' and '.'") from None
+        if published:
+            for run in self.published_runs():
+                if run.name == name:
+                    return run.choice
+            raise RunError(f"no published run is named {name!r}", "your teacher may have unpublished it")
+        if name in {path.name for path in list_runs(self.runs_folder(workspace))}:
+            return name
+        if self.shared and self.held_elsewhere(workspace, name):
+            raise RunError(f"the run {name!r} is private: it belongs to another workspace",
+                           "its author can ask the teacher to publish it")
+        raise RunError(f"there is no run named {name!r} here", "it may have been renamed or deleted; pick one in the sidebar")
+
     def is_published(self, path: str | os.PathLike) -> bool:
         """Whether ``path`` is a published run (read-only to learners)."""
         return Path(path).parent.resolve() == self.published_dir.resolve()
-
-
-def _folder_bytes(path: Path) -> int:
-    total = 0
-    for entry in os.scandir(path):
-        if entry.is_file(follow_symlinks=False):
-            total += entry.stat(follow_symlinks=False).st_size
-    return total
 
 
 def _read_label(path: Path) -> str:

@@ -50,7 +50,7 @@ import numpy as np
 from attention_core import ModelConfig, Run, Trainer, load_run
 from attention_core.errors import InputError
 from attention_core.history import EpochRecord, ProbeRecord
-from attention_core.runs import JournalEntry, remove_journal_entry, write_journal_entry
+from attention_core.run_folders import JournalEntry, remove_journal_entry, write_journal_entry
 from attention_core.training import TrainConfig, TrainerSpec
 from runner.protocol import (
     Command,
@@ -100,7 +100,7 @@ def active_jobs() -> int:
 
 
 def live_journal_ids() -> frozenset[str]:
-    """The journal entries (:class:`~attention_core.runs.JournalEntry`) of this server's jobs that have
+    """The journal entries (:class:`~attention_core.run_folders.JournalEntry`) of this server's jobs that have
     not ended: any other entry in a runs folder is a training that a server restart interrupted."""
     with _active_lock:
         return frozenset(_journaled)

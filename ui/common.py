@@ -9,18 +9,18 @@ from pathlib import Path
 import streamlit as st
 
 from attention_core import Embeddings, EmbeddingSource, Run, load_embeddings, load_run
-from attention_core.errors import EmbeddingError, InputError, RunError
-from attention_core.runs import check_run_name, list_runs, relink_embeddings, run_stamp
+from attention_core.errors import EmbeddingError, InputError
+from attention_core.run_folders import run_stamp
+from attention_core.runs import relink_embeddings
 from attention_core.workspaces import (
     TEACHER_EMAILS_ENV,
     TEACHER_ENV,
     TOKEN_PARAM,
-    PublishedRun,
     Workspace,
     WorkspaceStore,
     is_teacher,
-    is_teacher_email,
     is_token,
+    signed_in_user,
     teacher_emails,
 )
 from ui.preview import BUNDLED_NAME, DEFAULT_RUN, EXAMPLES, ROOT  # noqa: F401 — re-exported for the pages
@@ -63,21 +63,12 @@ def sign_in_providers() -> list[str | None]:
 
 
 def _signed_in_claims() -> dict | None:
-    """The identity claims (``iss``, ``sub``, ``name``, ``email``…) of a visitor signed in with
-    ``st.login``, else None."""
+    """The identity claims of this visitor (``st.user``: ``is_logged_in``, ``iss``, ``sub``, ``name``,
+    ``email``…), or None where no sign-in is configured."""
     try:
-        claims = st.user.to_dict()
+        return st.user.to_dict()
     except (AttributeError, KeyError, RuntimeError):  # no sign-in configured
         return None
-    return claims if claims.get("is_logged_in") is True and claims.get("iss") and claims.get("sub") else None
-
-
-def _signed_in_user() -> tuple[str, str, str] | None:
-    """(issuer, subject, name or e-mail) of a visitor signed in with ``st.login``, else None."""
-    claims = _signed_in_claims()
-    if claims is None:
-        return None
-    return str(claims["iss"]), str(claims["sub"]), str(claims.get("name") or claims.get("email") or "")
 
 
 def remembered_token() -> str | None:
@@ -88,22 +79,16 @@ def remembered_token() -> str | None:
 
 
 def current_workspace() -> Workspace:
-    """The visitor's workspace: the runs root locally; in shared mode the signed-in user's, or the
-    one of the token in the address (``?w=…``), else the one this browser remembers, else a new one
-    (put into the address)."""
-    store = workspace_store()
-    if not store.shared:
-        return store.local()
-    user = _signed_in_user()
-    if user is not None:
-        return store.for_user(*user)
-    given = st.query_params.get(TOKEN_PARAM)
-    if not is_token(given):  # none or malformed: this tab's own, else the remembered one, else a new one
-        given = st.session_state.get("workspace_token") or remembered_token()
-    workspace, token = store.for_token(given)
-    st.session_state["workspace_token"] = token
-    if st.query_params.get(TOKEN_PARAM) != token:
-        st.query_params[TOKEN_PARAM] = token  # the private link: a reload opens the same workspace
+    """The visitor's workspace (:meth:`WorkspaceStore.for_visitor`); a new token is put into the
+    address: a reload opens the same workspace."""
+    link = st.query_params.get(TOKEN_PARAM)
+    workspace, token = workspace_store().for_visitor(
+        claims=_signed_in_claims(), link_token=link, tab_token=st.session_state.get("workspace_token"),
+        remembered_token=remembered_token())
+    if token is not None:
+        st.session_state["workspace_token"] = token
+        if link != token:
+            st.query_params[TOKEN_PARAM] = token
     return workspace
 
 
@@ -114,22 +99,28 @@ def workspace_key() -> str:
 
 def workspace_token() -> str | None:
     """The token of this tab's workspace (shared mode, not signed in), for its private link."""
-    return st.session_state.get("workspace_token") if workspace_store().shared and _signed_in_user() is None else None
+    shared, user = workspace_store().shared, signed_in_user(_signed_in_claims())
+    return st.session_state.get("workspace_token") if shared and user is None else None
 
 
 def is_teacher_visitor() -> bool:
-    """Whether this tab is the teacher's: it holds the teacher token (``?teacher=…``, checked against
-    ``$ATTENTION_PLAYGROUND_TEACHER_TOKEN`` or ``teacher_token`` in secrets.toml), or its visitor is
-    signed in with a verified e-mail of :func:`teacher_email_list`. The token is taken out of the
-    address once read (class screens are shared); the tab keeps the role."""
-    if not workspace_store().shared:
-        return False
-    given = st.query_params.get(TEACHER_PARAM)
+    """Whether this tab is the teacher's (:meth:`WorkspaceStore.is_teacher_visitor`): it holds the
+    teacher token (``?teacher=…``, checked against ``$ATTENTION_PLAYGROUND_TEACHER_TOKEN`` or
+    ``teacher_token`` in secrets.toml), or its visitor is signed in with a verified e-mail of
+    :func:`teacher_email_list`. The token is taken out of the address once read (class screens are
+    shared); the tab keeps the role."""
+    store = workspace_store()
+    given = st.query_params.get(TEACHER_PARAM) if store.shared else None
     if given is not None:
         expected = os.environ.get(TEACHER_ENV) or _secret("teacher_token")
         st.session_state["workspace_teacher"] = is_teacher(given, expected if isinstance(expected, str) else None)
         del st.query_params[TEACHER_PARAM]
-    return bool(st.session_state.get("workspace_teacher", False)) or _signed_in_teacher()
+    try:
+        emails = teacher_email_list()
+    except InputError:  # the sidebar shows the setting's error, and stops the page
+        emails = frozenset()
+    return store.is_teacher_visitor(holds_teacher_token=bool(st.session_state.get("workspace_teacher", False)),
+                                    claims=_signed_in_claims(), emails=emails)
 
 
 def teacher_email_list() -> frozenset[str]:
@@ -138,25 +129,9 @@ def teacher_email_list() -> frozenset[str]:
     return teacher_emails(os.environ.get(TEACHER_EMAILS_ENV) or _secret("teacher_emails"))
 
 
-def _signed_in_teacher() -> bool:
-    claims = _signed_in_claims()
-    if claims is None:
-        return False
-    try:
-        emails = teacher_email_list()
-    except InputError:  # the sidebar shows the setting's error, and stops the page
-        return False
-    return is_teacher_email(claims, emails)
-
-
 def runs_dir() -> Path:
-    """Where the visitor's runs are saved: the runs root locally (created here), their workspace
-    folder in shared mode (created when their first run is saved)."""
-    workspace = current_workspace()
-    if workspace_store().shared:
-        return workspace.runs_dir
-    workspace.runs_dir.mkdir(parents=True, exist_ok=True)
-    return workspace.runs_dir
+    """Where the visitor's runs are saved (:meth:`WorkspaceStore.runs_folder`)."""
+    return workspace_store().runs_folder(current_workspace())
 
 
 def check_room(adding: int = 0) -> None:
@@ -164,17 +139,6 @@ def check_room(adding: int = 0) -> None:
     more bytes (``ATTENTION_PLAYGROUND_WORKSPACE_MB``; no limit when unset). Called before anything
     is trained, uploaded or saved into it, so reaching the limit never loses a run."""
     workspace_store().check_space(current_workspace(), adding)
-
-
-def published_runs() -> list[PublishedRun]:
-    """Runs the teacher published (shared mode; none locally)."""
-    store = workspace_store()
-    return store.published_runs() if store.shared else []
-
-
-def published_choice(run: PublishedRun) -> str:
-    """A published run's name in the model picker (no run's own name can look like it)."""
-    return f"📌 {run.name} — by {run.label}"
 
 
 @st.cache_resource(show_spinner="Loading word vectors…")
@@ -192,51 +156,18 @@ def default_run() -> Run:
 
 
 def run_choices() -> dict[str, Path]:
-    """Display name → run directory: the bundled model first, then the visitor's runs, newest first,
-    then the published runs (shared mode)."""
-    choices = {BUNDLED_NAME: DEFAULT_RUN}
-    for path in list_runs(runs_dir()):
-        choices[f"{path.name}"] = path
-    for run in published_runs():
-        choices[published_choice(run)] = run.path
-    return choices
-
-
-PUBLISHED_LINK = "published:"  # a published run in a link: run=published:<name>
+    """Display name → run directory (:meth:`WorkspaceStore.run_choices`): the bundled model first."""
+    return workspace_store().run_choices(current_workspace(), BUNDLED_NAME, DEFAULT_RUN)
 
 
 def run_link_name(choice: str) -> str | None:
-    """The model picker's ``choice`` as a link's ``run``: an own run's folder name,
-    ``published:<name>`` for a published run, None for the bundled model."""
-    if choice == BUNDLED_NAME:
-        return None
-    for run in published_runs():
-        if published_choice(run) == choice:
-            return f"{PUBLISHED_LINK}{run.name}"
-    return choice
+    """The model picker's ``choice`` as a link's ``run`` (:meth:`WorkspaceStore.run_link_name`)."""
+    return workspace_store().run_link_name(choice, BUNDLED_NAME)
 
 
 def run_from_link(value: str) -> str:
-    """The model picker's choice for a link's ``run``; a ``RunError`` (what is wrong, how to fix it)
-    for a malformed name, a run that does not exist here, or another workspace's private run. The
-    message quotes a name only once it is a run's name (letters, digits, '-', '_', '.')."""
-    published = value.startswith(PUBLISHED_LINK)
-    try:
-        name = check_run_name(value[len(PUBLISHED_LINK):] if published else value)
-    except RunError:
-        raise RunError("that is not a run's name", "a run's name has letters, digits, '-', '_' and '.'") from None
-    if published:
-        for run in published_runs():
-            if run.name == name:
-                return published_choice(run)
-        raise RunError(f"no published run is named {name!r}", "your teacher may have unpublished it")
-    if name in run_choices() and name != BUNDLED_NAME:
-        return name
-    store = workspace_store()
-    if store.shared and store.held_elsewhere(current_workspace(), name):
-        raise RunError(f"the run {name!r} is private: it belongs to another workspace",
-                       "its author can ask the teacher to publish it")
-    raise RunError(f"there is no run named {name!r} here", "it may have been renamed or deleted; pick one in the sidebar")
+    """The model picker's choice for a link's ``run`` (:meth:`WorkspaceStore.run_from_link`), or its ``RunError``."""
+    return workspace_store().run_from_link(current_workspace(), value)
 
 
 def get_run(path: Path) -> Run:
@@ -322,7 +253,7 @@ def use_the_router() -> None:
     Until some session has run ``app.py`` (and its ``st.navigation``), Streamlit serves a
     ``pages/`` folder the old way: it runs the page alone and lists the folder in the sidebar
     itself, the first entry labelled "app" (cf. streamlit#9624), for as long as nobody opens
-    the home page. A learner reloading ``/Train`` after the server restarted saw that. This
+    the home page (a learner reloading ``/Train`` after a server restart). This
     switches the server to the router and runs the page again through it. It uses a Streamlit
     internal (``PagesManager.uses_pages_directory``); if that moves, nothing happens.
     """
@@ -341,9 +272,8 @@ def use_the_router() -> None:
 def still_live_views() -> None:
     """No animation between a live view's redraws (progress bars slide, re-run elements fade).
 
-    A watched training redraws its view every 0.4 s, so those transitions ran nearly all the
-    time, each frame drawn by the browser: ~0.08 of a core per watching tab here (software
-    rendering, 2 cores shared with the trainings), for motion nobody needs 2.5 times a second.
+    A watched training redraws its view several times a second, so those transitions would run
+    nearly all the time, each frame drawn by the browser (their cost: benchmarks/README.md).
     """
     st.html("<style>[data-testid='stProgress'] *, [data-testid='stElementContainer'] "
             "{ transition: none !important; }</style>")

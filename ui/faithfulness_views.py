@@ -22,14 +22,13 @@ from attention_core.faithfulness import (
     RunReport,
     SentenceLab,
     available_methods,
-    head_name,
     knock_out,
-    parse_heads,
     run_report,
     sentence_lab,
 )
+from attention_core.map_names import head_name, head_names, map_words, parse_heads
 from attention_core.model import ModelConfig
-from attention_core.runs import run_stamp
+from attention_core.run_folders import run_stamp
 from ui import faithfulness_figures as figs
 from ui import figures, view_link
 from ui.live_chart import live_plotly_chart
@@ -57,7 +56,7 @@ def view_params(run: Run, default_text: str) -> list[view_link.Param]:
     """What defines the page's view in the address: sentence, tab, off (the heads switched off, e.g.
     1.2,pooling.1; a pooling head's number, 3.1 after 2 layers, is read too) and mode (zero | uniform)."""
     cfg = run.model_config
-    heads = _head_names(cfg)
+    heads = head_names(cfg)
 
     def parse_off(text: str) -> list[str]:
         try:
@@ -75,11 +74,6 @@ def view_params(run: Run, default_text: str) -> list[view_link.Param]:
                         lambda names: st.session_state.__setitem__("faith_heads", list(names)), parse_off, ",".join, []),
         view_link.choice("mode", "faith_mode", {m: m for m in MODES}, "zero", what="mode"),
     ]
-
-
-def _head_names(cfg: ModelConfig) -> list[str]:
-    """Every head that can be switched off, "layer.head" from 1, then the pooling query's "pooling.head"."""
-    return [head_name(layer, h, cfg) for layer in range(cfg.n_attention_maps) for h in range(cfg.n_heads)]
 
 
 # --- one sentence ---------------------------------------------------------------------------------
@@ -149,18 +143,13 @@ def eraser_table(comprehensiveness: dict[str, float], sufficiency: dict[str, flo
 # --- head knock-out -----------------------------------------------------------------------------------
 
 
-def map_names(cfg: ModelConfig) -> list[str]:
-    """A name per row of attention maps: the layers, then the pooling attention if the model has one."""
-    return [name.lower() for name in cfg.map_names()]
-
-
 @st.fragment
 def knock_out_lab(run: Run, text: str) -> None:
     """Pick heads to switch off and a way to do it; the prediction and every map redraw at once
     (a fragment: only this block reruns; its charts are updated in place, ``ui.live_chart``)."""
     cfg = run.model_config
-    names = map_names(cfg)
-    heads = _head_names(cfg)
+    names = map_words(cfg)
+    heads = head_names(cfg)
     pooling = cfg.n_attention_maps > cfg.n_layers
     left, right = st.columns([2, 1], gap="large")
     chosen = left.multiselect("Heads to switch off (layer.head)", heads, key="faith_heads",
@@ -247,7 +236,7 @@ def report_controls(run: Run) -> tuple[str, int, bool]:
 
 def report_views(report: RunReport, run: Run) -> None:
     """Per-head knock-out, the pruning curve, each method against random, agreement, Jain & Wallace's test."""
-    names = map_names(run.model_config)
+    names = map_words(run.model_config)
     st.markdown(f"**{report.n:,} sentences**" + (f" ({report.skipped} left out: no known word)" if report.skipped else "")
                 + f" · accuracy with every head on: **{report.accuracy:.1%}** · loss {report.loss:.3f}")
     st.subheader("Each head switched off alone")
@@ -280,7 +269,7 @@ def report_views(report: RunReport, run: Run) -> None:
 def head_table(report: RunReport, cfg: ModelConfig) -> pd.DataFrame:
     """One row per head: accuracy and loss with it alone off, and its place in the pruning order."""
     place = {h: i + 1 for i, h in enumerate(report.pruning_order)}
-    names = map_names(cfg)
+    names = map_words(cfg)
     rows = [{"head": head_name(layer, h, cfg), "map": names[layer], "accuracy": acc,
              "accuracy change": acc - report.accuracy, "loss": report.head_loss[layer][h],
              "pruned": place[head_name(layer, h, cfg)]}

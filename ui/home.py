@@ -23,6 +23,7 @@ def home() -> None:
     """Home: type a sentence, see what the model predicts and where it looks."""
     st.set_page_config(page_title="Home · Attention Playground", page_icon="🔎", layout="wide")
     st.title("Attention Playground")
+    from attention_core.map_names import head_choice, layers_said
     from ui import view_link
 
     link = view_link.ViewLink("Home")  # ?run=…&sentence=…&layer=…&head=…&grid=1 (notices go here)
@@ -84,9 +85,9 @@ def home() -> None:
         size = f"{n_layers} layer{'s' * (n_layers != 1)} × {n_heads} head{'s' * (n_heads != 1)}"
         st.caption(f"**{name}** · {size} · labels: {', '.join(labels)} · embeddings: {embeddings}")
     n_maps = len(layer_names)
-    head_options = ["Average of heads"] + [f"Head {h + 1}" for h in range(n_heads)]
+    head_options = [head_choice(h, n_heads).capitalize() for h in (n_heads, *range(n_heads))]  # the average first
     link.add(view_link.number("layer", "home_layer", n_maps, layer_names[0], what="layer", value=layer_names.__getitem__,
-                              said=view_link.layers_said(n_layers, n_maps)),
+                              said=layers_said(n_layers, n_maps)),
              view_link.number("head", "home_head", n_heads, head_options[0], what="head", extra={"avg": head_options[0]},
                               value=lambda h: head_options[h + 1]))
     link.write()

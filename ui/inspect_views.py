@@ -14,12 +14,13 @@ import torch
 from attention_core import Run
 from attention_core.configs import KEPT_BY_WORDS
 from attention_core.errors import InputError
-from attention_core.explain import SALIENCY_METHODS, Explanation, explain, rollout_maps, top_k_mask
+from attention_core.explain import SALIENCY_METHODS, Explanation, explain, top_k_mask
 from attention_core.export import attention_csv, file_stem
 from attention_core.history import ProbeSentence
+from attention_core.map_names import head_choice, layers_said, rollout_maps
 from attention_core.metrics import spearman
 from attention_core.model import ModelConfig
-from attention_core.runs import run_stamp
+from attention_core.run_folders import run_stamp
 from ui import figures, state, view_link
 from ui.common import EXAMPLES, get_run, run_choices
 from ui.state import kept, kept_in_state
@@ -83,7 +84,7 @@ def view_params(run: Run, path: Path) -> list[view_link.Param]:
         view_link.choice("tab", "inspect_tab", TABS, "model-view"),
         view_link.choice("method", "inspect_method", {m.replace("_", "-"): m for m in SALIENCY_METHODS},
                          SALIENCY_METHODS[0].replace("_", "-"), what="saliency method"),
-        layer_and_head("layer", "layer", n_layers, n_layers - 1, {}, view_link.layers_said(run.model_config.n_layers, n_layers)),
+        layer_and_head("layer", "layer", n_layers, n_layers - 1, {}, layers_said(run.model_config.n_layers, n_layers)),
         layer_and_head("head", "head", n_heads, n_heads, {"avg": n_heads}),
         view_link.Param("epoch", lambda: state.current("inspect_tl_epoch"), lambda e: state.put("inspect_tl_epoch", e),
                         parse_epoch, str, None, written=on_time_lapse),
@@ -133,16 +134,12 @@ def prediction(ex: Explanation, true_label: str | None) -> None:
             st.caption(note)
 
 
-def _head_name(h: int, n_heads: int) -> str:
-    return "average of heads" if h == n_heads else f"head {h + 1}"
-
-
 def _layer_and_head(names: list[str], n_heads: int, prefix: str, columns: list) -> tuple[int, int]:
     """The Layer and Head selectboxes (head ``n_heads`` = the average of the heads) in two ``columns``;
     ``names`` names the maps (``ModelConfig.map_names``: the layers, then a pooling attention's)."""
     layer = columns[0].selectbox("Layer", range(len(names)), key=f"{prefix}_layer", format_func=names.__getitem__)
     head = columns[1].selectbox("Head", range(n_heads + 1), key=f"{prefix}_head",
-                                format_func=lambda h: _head_name(h, n_heads).capitalize())
+                                format_func=lambda h: head_choice(h, n_heads).capitalize())
     return layer, head
 
 
@@ -200,7 +197,7 @@ def model_view(ex: Explanation, cfg: ModelConfig) -> Zoom:
     raw = figures.pooling_row(raw) if pooling else raw  # (1, T): its one query
     shown = top_k_mask(torch.from_numpy(raw), k=int(k) or None, threshold=threshold or None).numpy()
     filters = [f for f in (f"top {k} per row" if k else "", f"weights ≥ {threshold:.2f}" if threshold else "") if f]
-    title = f"{names[layer]} · {_head_name(head, n_heads)}" + (f" · {', '.join(filters)}" if filters else "")
+    title = f"{names[layer]} · {head_choice(head, n_heads)}" + (f" · {', '.join(filters)}" if filters else "")
     filter_col.caption(f"The filter hides {int((shown == 0).sum() - (raw == 0).sum())} of {raw.size} weights; what is "
                        "left no longer sums to 1 per row." if filters else
                        "Hide the small weights to see each word's strongest links. The filter changes only this map.")
@@ -320,7 +317,7 @@ def time_lapse(run: Run, path: Path, text: str, n_heads: int) -> None:
     epochs = [e for e, _ in records]
     probs = [dict(zip(run.label_names, r.probabilities, strict=False)) for _, r in records]
     model_epoch = run.history.kept_epoch
-    st.markdown(f"**{names[layer]} · {_head_name(head, n_heads)}** · press ▶ to replay the training, or drag the "
+    st.markdown(f"**{names[layer]} · {head_choice(head, n_heads)}** · press ▶ to replay the training, or drag the "
                 "slider" + (f"  \n{figures.POOLING_CAPTION.capitalize()}." if pooling else ""))
     # Built once per view, not on every rerun of the page: every tab runs each time.
     start = st.session_state.get("inspect_tl_epoch")  # a link's epoch=…: the frame it opens on

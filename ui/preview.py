@@ -1,7 +1,7 @@
 """The home page's first picture before torch is loaded: the bundled model's answer to the first example.
 
-On a cold start the server must import torch (~1.5–2.2 s on 2 cores, most of the time before a
-newcomer sees anything) before it can run a model. The bundled model's prediction for the home
+On a cold start the server must import torch (most of the time before a newcomer sees anything;
+benchmarks/README.md) before it can run a model. The bundled model's prediction for the home
 page's first example sentence is saved next to it (``data/default_run/preview.json``, written by
 ``python -m ui.preview`` from the model itself; a test checks it against the model), so the home
 page shows it at once while torch loads in the background. Anything else (another sentence,
@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import sys
 import threading
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from attention_core import map_names as naming
+from attention_core.run_folders import list_runs
+from attention_core.workspaces import runs_root
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RUN = ROOT / "data" / "default_run"
@@ -32,7 +35,6 @@ EXAMPLES = [
     "very sad as they both fail",
 ]
 MODEL_CODE = "ui.common"  # importing it imports torch and the model code
-RUNS_ENV = "ATTENTION_PLAYGROUND_RUNS"  # the runs root, as attention_core.workspaces (which would load torch here)
 _warm_lock = threading.Lock()
 _warming: threading.Thread | None = None
 
@@ -66,7 +68,7 @@ class Preview:
 
     def __post_init__(self) -> None:
         if self.map_names is None:
-            object.__setattr__(self, "map_names", [f"Layer {i + 1}" for i in range(self.n_layers)])
+            object.__setattr__(self, "map_names", naming.map_names(self.n_layers, pooling=False))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Preview:
@@ -88,13 +90,11 @@ def model_code_loaded() -> bool:
 
 
 def runs_saved() -> bool:
-    """Whether the runs root (``$ATTENTION_PLAYGROUND_RUNS``, else ``./runs``) may hold a saved run: a
-    folder in it with a ``config.json``. It errs towards yes (``attention_core.runs.list_runs`` is the
-    judge): the quick path, which shows the bundled model alone, is then not taken, and the model
-    picker lists the user's runs from the start."""
-    root = Path(os.environ.get(RUNS_ENV) or ROOT / "runs")
+    """Whether the runs root (:func:`attention_core.workspaces.runs_root`, else ``./runs``) holds a
+    saved run. It errs towards yes (a root that cannot be read): the quick path, which shows the
+    bundled model alone, is then not taken, and the model picker lists the user's runs from the start."""
     try:
-        return any(path.is_file() for path in root.glob("*/config.json"))
+        return bool(list_runs(runs_root(ROOT / "runs")))
     except OSError:
         return True
 

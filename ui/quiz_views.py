@@ -13,7 +13,7 @@ import streamlit as st
 from attention_core import History, Run
 from attention_core.errors import RunError
 from attention_core.quiz import Question, View, markdown_escape, next_question, questions
-from attention_core.runs import list_runs, read_history, run_stamp
+from attention_core.run_folders import list_runs, read_history, run_stamp
 from ui.common import BUNDLED_NAME, run_link_name, runs_dir
 from ui.navigation import PAGE_FILES
 from ui.view_link import GLOBAL

@@ -12,7 +12,8 @@ from attention_core import Run, TextDataset, load_dataset, preset
 from attention_core.errors import InputError
 from attention_core.post_sgd import PostModelSGDStep
 from attention_core.presets import SEED
-from attention_core.runs import Prediction, run_stamp, save_new_run
+from attention_core.run_folders import run_stamp
+from attention_core.runs import Prediction, save_new_run
 from runner.jobs import JobSequence, TrainingJob
 from ui import figures, live_chart
 from ui.common import ROOT, check_room, embeddings, runs_dir

@@ -13,7 +13,7 @@ import streamlit as st
 from attention_core import ModelConfig, Run, TextDataset, load_dataset, load_run
 from attention_core.data import read_table
 from attention_core.errors import InputError
-from attention_core.runs import (
+from attention_core.run_folders import (
     delete_run,
     interrupted_run,
     journal_entries,
@@ -382,7 +382,7 @@ def _run_row(path: Path) -> dict:
 
 @st.cache_data(max_entries=512, show_spinner=False)
 def _read_run_row(stamp: tuple) -> dict:
-    """``stamp``: :func:`attention_core.runs.run_stamp`, so an edited run is read again. A history
+    """``stamp``: :func:`attention_core.run_folders.run_stamp`, so an edited run is read again. A history
     holds every step's loss and the probe sentences' attention (~0.5 MB): parsing each on every
     redraw of the page cost ~5 ms per saved run. The accuracy is the kept model's (the one the
     run's results show), not the last epoch's."""
@@ -426,7 +426,7 @@ def compare_param(runs_dir: Path) -> view_link.Param:
 def runs_manager(runs_dir: Path) -> None:
     """The saved runs: a table, and upload, open, rename, delete, compare.
 
-    Every change to a run folder goes through ``attention_core.runs`` (which refuses names such
+    Every change to a run folder goes through ``attention_core.run_folders`` (which refuses names such
     as ``../x``, a name taken, a zip with links or ``..`` entries, and removes only a run's own
     files); what it refuses is shown as an error, and nothing is changed then.
     """

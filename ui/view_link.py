@@ -248,7 +248,7 @@ def number(name: str, key: str, count: int, default: object, *, what: str,
     """A parameter counted from 1 in the address (a layer, a head): the widget's value for ``i``
     (counted from 0) is ``value(i)``; ``extra`` names other values (``{"avg": …}``: the average of the heads).
     A bad value's notice says "this model has ``said``" (default: ``count`` and ``what``, plural past one; for a layer,
-    :func:`layers_said`)."""
+    :func:`attention_core.map_names.layers_said`)."""
     names = {str(i + 1): value(i) for i in range(count)} | dict(extra or {})
     hint = f"use 1–{count}" + "".join(f" or {k}" for k in extra or {})
     said = said or f"{count} {what}" + ("s" if count != 1 else "")
@@ -261,18 +261,6 @@ def number(name: str, key: str, count: int, default: object, *, what: str,
     shown = {v: k for k, v in names.items()}
     return Param(name, state_getter(key, default, list(names.values())), state_putter(key), parse,
                  lambda v: shown[v], default)
-
-
-def layers_said(n_layers: int, n_maps: int) -> str:
-    """A model's attention maps as a notice counts them: its layers, and the pooling attention's map
-    (``ModelConfig.map_names``: it comes last, so ``layer=`` takes it as one more number).
-
-    Example:
-        >>> layers_said(2, 3)
-        '2 layers and a pooling attention as layer 3'
-    """
-    layers = f"{n_layers} layer" + ("s" if n_layers != 1 else "")
-    return layers if n_maps == n_layers else f"{layers} and a pooling attention as layer {n_maps}"
 
 
 def tabs(key: str, labels: Sequence[str]) -> Sequence:

@@ -125,7 +125,7 @@ def _sign_in(providers: list[str | None]) -> None:
 
 
 def _teacher_panel() -> None:
-    from attention_core.runs import list_runs
+    from attention_core.run_folders import list_runs
     from ui import common
 
     store, workspace = common.workspace_store(), common.current_workspace()
@@ -141,7 +141,7 @@ def _teacher_panel() -> None:
         else:
             st.caption("Train a run first: your own runs can be published.")
         for run in store.published_runs():
-            st.caption(common.published_choice(run))
+            st.caption(run.choice)
             st.button("Unpublish", key=f"workspace_unpublish_{run.name}", on_click=_unpublish, args=(run.name,))
 
 
@@ -156,7 +156,7 @@ def _publish(name: str) -> None:
     except InputError as err:
         st.session_state["workspace_message"] = ("error", f"Not published: {err}")
     else:
-        st.session_state["workspace_message"] = ("ok", f"Published: {common.published_choice(run)}")
+        st.session_state["workspace_message"] = ("ok", f"Published: {run.choice}")
 
 
 def _unpublish(name: str) -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention_core.runs import list_runs, load_run
+from attention_core.run_folders import list_runs
+from attention_core.runs import load_run
 from attention_core.workspaces import WorkspaceStore
 
 ROOT = Path(__file__).resolve().parents[2]

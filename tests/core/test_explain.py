@@ -16,10 +16,10 @@ from attention_core.explain import (
     Explanation,
     attention_rollout,
     explain,
-    rollout_maps,
     token_saliency,
     top_k_mask,
 )
+from attention_core.map_names import rollout_maps
 from attention_core.model import AttentionClassifier
 from attention_core.presets import SEED
 from attention_core.runs import load_run

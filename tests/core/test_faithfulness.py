@@ -18,13 +18,12 @@ from attention_core.faithfulness import (
     _permute_last_layer,
     attention_flow,
     available_methods,
-    head_name,
     knock_out,
-    parse_heads,
     register,
     run_report,
     sentence_lab,
 )
+from attention_core.map_names import head_name, parse_heads
 from attention_core.model import AttentionClassifier, ModelConfig
 from attention_core.sentence import evaluating
 

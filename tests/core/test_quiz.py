@@ -16,9 +16,10 @@ import torch
 import attention_core.quiz as quiz_module
 from attention_core import AttentionClassifier, EpochRecord, History, load_run, save_run
 from attention_core.errors import ConfigError, EmbeddingError
-from attention_core.faithfulness import knock_out, parse_heads
+from attention_core.faithfulness import knock_out
+from attention_core.map_names import parse_heads
 from attention_core.quiz import EARLY_EPOCH, MARGINS, NO, PROBABILITY_RANGES, YES, Question, next_question, questions
-from attention_core.runs import read_history
+from attention_core.run_folders import read_history
 from attention_core.text import tokenize
 
 ROOT = Path(__file__).resolve().parents[2]

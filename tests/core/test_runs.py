@@ -23,7 +23,7 @@ from attention_core import (
     save_run,
 )
 from attention_core.errors import EmbeddingError, RunError
-from attention_core.runs import list_runs, run_from_zip, run_to_zip
+from attention_core.run_folders import list_runs, run_from_zip, run_to_zip
 from tests.helpers.tiny_data import LABELS, TEXTS, vectors_file
 
 
@@ -296,7 +296,7 @@ def test_save_run_replaces_a_run_only_when_asked_and_keeps_unknown_files(run, tm
 
 
 def test_prepare_destination_finds_every_problem_before_training(run, tmp_path, monkeypatch):
-    from attention_core.runs import OUT_HINT, prepare_destination
+    from attention_core.run_folders import OUT_HINT, prepare_destination
 
     _users_files(tmp_path / "home")
     (tmp_path / "a_file").write_text("mine")
@@ -322,7 +322,7 @@ def test_prepare_destination_finds_every_problem_before_training(run, tmp_path, 
 
 
 def test_prepare_destination_refuses_a_folder_it_cannot_write(tmp_path, monkeypatch):
-    from attention_core.runs import prepare_destination
+    from attention_core.run_folders import prepare_destination
 
     locked = tmp_path / "locked"
     locked.mkdir()
@@ -346,7 +346,7 @@ def test_prepare_destination_refuses_a_folder_it_cannot_write(tmp_path, monkeypa
 
 
 def test_rename_run_refuses_taken_and_unsafe_names_and_renames_for_good(run, tmp_path):
-    from attention_core.runs import rename_run
+    from attention_core.run_folders import rename_run
 
     runs = tmp_path / "runs"
     save_run(run, runs / "a")
@@ -368,7 +368,7 @@ def test_rename_run_refuses_taken_and_unsafe_names_and_renames_for_good(run, tmp
 
 
 def test_delete_run_removes_only_a_run(run, tmp_path):
-    from attention_core.runs import delete_run
+    from attention_core.run_folders import delete_run
 
     runs = tmp_path / "runs"
     save_run(run, runs / "gone")
@@ -440,7 +440,7 @@ def test_runs_saved_at_the_same_moment_under_one_name_get_their_own_folders(run,
 
 
 def test_a_run_summary_is_read_from_its_json_and_its_stamp_follows_every_file(run, tmp_path):
-    from attention_core.runs import read_run_summary, rename_run, run_stamp
+    from attention_core.run_folders import read_run_summary, rename_run, run_stamp
 
     save_run(run, tmp_path / "r")
     s = read_run_summary(tmp_path / "r")
@@ -456,6 +456,23 @@ def test_a_run_summary_is_read_from_its_json_and_its_stamp_follows_every_file(ru
     (tmp_path / "r2" / "history.json").write_text("{")
     with pytest.raises(RunError, match="not valid JSON"):
         read_run_summary(tmp_path / "r2")
+
+
+def test_run_folders_workspaces_and_the_preview_load_no_torch_and_a_runs_list_line_needs_none(run, tmp_path):
+    """The run-folder owner, the workspaces and the home page's preview import no torch, and the
+    runs list's line of a run (its summary) is read without it: in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    save_run(run, tmp_path / "r")
+    code = ("import json, sys\n"
+            "import attention_core.run_folders as rf, attention_core.workspaces, ui.preview\n"
+            f"s = rf.read_run_summary({str(tmp_path / 'r')!r})\n"
+            "print(json.dumps({'torch': 'torch' in sys.modules, 'summary': [s.name, s.epochs_trained, s.n_heads]}))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+                         capture_output=True, text=True, check=True)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {"torch": False, "summary": ["r", len(run.history.epochs), run.model_config.n_heads]}
 
 
 def test_one_sentence_runs_in_eval_mode_without_gradients_and_restores_the_mode(run):
@@ -525,7 +542,7 @@ def test_batched_probabilities_run_the_models_forward_in_eval_mode_without_gradi
 def test_save_run_and_prepare_destination_follow_one_rule_of_what_may_be_replaced(run, tmp_path, overwrite):
     """A run may go where nothing is, into an empty folder, or over a run with overwrite; the check before a
     training and the save itself refuse the same places, each message starting '<path> <what is there>'."""
-    from attention_core.runs import prepare_destination
+    from attention_core.run_folders import prepare_destination
 
     places = {"missing": None, "empty": "empty", "run": "run", "file": "file", "link": "link", "other": "other"}
     for name, kind in places.items():

@@ -1,4 +1,4 @@
-"""The journal of trainings not ended yet (attention_core.runs, runner.jobs): a server restart loses sight
+"""The journal of trainings not ended yet (attention_core.run_folders, runner.jobs): a server restart loses sight
 of no training — those it interrupted are listed on the Train page as "not finished — start again"."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core.errors import RunError
-from attention_core.runs import (
+from attention_core.run_folders import (
     JOURNAL_DIR,
     JournalEntry,
     interrupted_run,
@@ -60,7 +60,7 @@ def test_a_write_that_fails_midway_leaves_the_old_entry_whole(tmp_path, monkeypa
         fh.write(json.dumps(obj)[:20])
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("attention_core.runs.json.dump", half)
+    monkeypatch.setattr("attention_core.run_folders.json.dump", half)
     with pytest.raises(OSError, match="No space left"):
         write_journal_entry(tmp_path, entry.running())
     assert journal_entries(tmp_path) == [entry]  # the waiting entry, not half of the running one

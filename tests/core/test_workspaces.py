@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from attention_core.errors import InputError, RunError
-from attention_core.runs import delete_run, list_runs, load_run, rename_run
+from attention_core.run_folders import delete_run, list_runs, rename_run
+from attention_core.runs import load_run
 from attention_core.workspaces import (
     KEY_LENGTH,
     LOCAL_KEY,
@@ -176,7 +177,7 @@ def test_publishing_refuses_a_name_taken_a_link_or_a_missing_run(tmp_path):
     with pytest.raises(WorkspaceError, match="link"):
         store.publish(b, "leaky")
     assert names(list_runs(store.published_dir)) == {"demo"}
-    assert not [p for p in store.published_dir.iterdir() if p.name.startswith(".publishing")]
+    assert not [p for p in store.published_dir.iterdir() if p.name.startswith(".run-copying")]
 
 
 @pytest.mark.parametrize("name", ["..", "../x", "a/b", "/etc", ".hidden", "", "x" * 81, "a\0b", "a\\b"])
@@ -328,7 +329,7 @@ def _with_declared_size(data: bytes, entry: str, size: int) -> bytes:
 
 
 def test_a_run_zip_is_measured_unpacked_from_its_central_directory(tmp_path):
-    from attention_core.runs import MAX_UNPACKED_BYTES, run_to_zip, zip_unpacked_size
+    from attention_core.run_folders import MAX_UNPACKED_BYTES, run_to_zip, zip_unpacked_size
 
     data = run_to_zip(BUNDLED)
     files = [f for f in os.listdir(BUNDLED) if f != "preview.json"]
@@ -343,7 +344,7 @@ def test_a_run_zip_is_measured_unpacked_from_its_central_directory(tmp_path):
 def test_a_run_zip_that_lies_about_a_size_is_refused_and_nothing_is_written(tmp_path):
     """zipfile reads an entry only up to its declared size, then checks it (BadZipFile): the upload
     says so as a RunError, never a traceback on the Train page."""
-    from attention_core.runs import run_from_zip, run_to_zip, zip_unpacked_size
+    from attention_core.run_folders import run_from_zip, run_to_zip, zip_unpacked_size
 
     data = _with_declared_size(run_to_zip(BUNDLED), "history.json", 1000)
     assert zip_unpacked_size(data) < zip_unpacked_size(run_to_zip(BUNDLED))

@@ -1,6 +1,6 @@
 """The Train page as a learner meets it: which model a run keeps and how sure its accuracy is,
 how a stopped training reads, the model picker after training, and the runs list (upload,
-rename, delete through attention_core.runs, with errors shown and nothing lost)."""
+rename, delete through attention_core.run_folders, with errors shown and nothing lost)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, save_run
-from attention_core.runs import list_runs, run_to_zip
+from attention_core.run_folders import list_runs, run_to_zip
 from tests.helpers.apptest import fill_small_training, start_small_training
 from ui.train_views import wilson_interval
 
@@ -212,7 +212,7 @@ def test_after_training_the_model_picker_opens_the_new_run_once(runs_dir):
     assert at.selectbox(key="home_run").value == "older"
 
 
-# -- the runs list: every change through attention_core.runs, errors shown, nothing lost ---------------
+# -- the runs list: every change through attention_core.run_folders, errors shown, nothing lost ---------------
 def folder_state(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 

@@ -12,8 +12,8 @@ import importlib
 
 import pytest
 
-MODULES = ["attention", "data", "embeddings", "examples", "metrics", "model", "presets", "runs", "text", "threads",
-           "training"]
+MODULES = ["attention", "data", "embeddings", "examples", "map_names", "metrics", "model", "presets", "run_folders", "text",
+           "threads", "training"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -85,7 +85,7 @@ def test_the_cli_summary_names_the_map_it_reads(bundled, tmp_path, capsys):
 
 def test_quiz_and_knock_out_messages_name_the_pooling_attention(bundled):
     from attention_core.errors import ConfigError
-    from attention_core.faithfulness import parse_heads
+    from attention_core.map_names import parse_heads
     from attention_core.quiz import questions
 
     run = pooled_run(bundled)

@@ -12,6 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from attention_core.map_names import layers_said
 from attention_core.workspaces import WorkspaceStore
 from tests.helpers.apptest import chart
 from ui import view_link
@@ -57,9 +58,9 @@ def test_a_layer_is_counted_from_one_and_a_head_may_be_the_average():
 
 
 def test_a_model_that_pools_by_attention_counts_its_layers_and_the_pooling_map_apart():
-    assert view_link.layers_said(2, 2) == "2 layers" and view_link.layers_said(1, 1) == "1 layer"
-    assert view_link.layers_said(1, 2) == "1 layer and a pooling attention as layer 2"
-    layer = view_link.number("layer", "k_layer", 3, 0, what="layer", said=view_link.layers_said(2, 3))
+    assert layers_said(2, 2) == "2 layers" and layers_said(1, 1) == "1 layer"
+    assert layers_said(1, 2) == "1 layer and a pooling attention as layer 2"
+    layer = view_link.number("layer", "k_layer", 3, 0, what="layer", said=layers_said(2, 3))
     assert layer.parse("3") == 2
     with pytest.raises(BadParam, match=r"^this model has 2 layers and a pooling attention as layer 3 — use 1–3$"):
         layer.parse("4")
