@@ -18,7 +18,7 @@ starts a training within a few seconds of the others. Measured in the same run:
 Learners per core, the method: the largest N of the runs made (``--learners``) for which every
 training finished, health p95 < 100 ms and the typing learner's p95 ≤ 500 ms, divided by the cores.
 Run: ``python benchmarks/classroom.py [--learners 8] [--rows 1000] [--epochs 10]``; prints a table
-and a last JSON line.
+and a last JSON line. ``--quick``: a smoke run (2 learners, 120 rows, 2 epochs).
 """
 
 from __future__ import annotations
@@ -188,7 +188,10 @@ def main() -> None:
                     help="run the training learners' Chromium at nice N, the typing learner's in a Chromium of its "
                          "own at 0: as if the learners' browsers ran on their own machines, as in a class "
                          "(default 0: one Chromium for all, everything on this machine's cores)")
+    ap.add_argument("--quick", action="store_true", help="a smoke run: 2 learners, 120 rows, 2 epochs")
     args = ap.parse_args()
+    if args.quick:
+        args.learners, args.rows, args.epochs = 2, 120, 2
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as tmp:

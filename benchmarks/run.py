@@ -430,7 +430,7 @@ def bench_predict_latency(quick: bool) -> Section:
         run = load_run(save_run(Run.from_result(result, name="latency"), Path(tmp) / "run"))
     text = sentence_of(n_tokens, dataset.texts, run)
     prediction = run.predict(text)
-    layers, heads = run.model_config.n_layers, run.model_config.n_heads
+    layers, heads = run.model_config.n_attention_maps, run.model_config.n_heads  # a pooling attention's map too
     shape = np.shape(prediction.attention)
     if len(prediction.tokens) != n_tokens or shape != (layers, heads, n_tokens, n_tokens):
         raise RuntimeError(f"expected {n_tokens} tokens and attention {(layers, heads, n_tokens, n_tokens)}, "

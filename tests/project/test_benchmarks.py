@@ -1,0 +1,46 @@
+"""Every benchmark still runs: each one's ``--quick`` smoke run, from the command line as a person would start it.
+
+The figures themselves are measured by running the benchmarks (benchmarks/README.md); these runs check that the
+code measuring them works and prints its JSON line, so a restructure cannot leave a benchmark broken unnoticed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_benchmark(*args: str, timeout: float = 900) -> dict:
+    """Run ``python benchmarks/…`` from the project's folder; its last line, parsed as JSON."""
+    out = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-3000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_engine_benchmarks_run_quick(tmp_path):
+    out = tmp_path / "results-quick.json"
+    run_benchmark("benchmarks/run.py", "--quick", "--out", str(out))
+    saved = json.loads(out.read_text())
+    assert saved["meta"]["quick"] is True
+    assert {"train_throughput", "predict_latency", "seed_vs_numpy"} <= set(saved["sections"])
+
+
+@pytest.mark.e2e
+def test_the_app_latency_benchmark_runs_quick():
+    figures = run_benchmark("benchmarks/app_latency.py", "--quick")
+    assert len(figures["cold_start_seconds"]) == 2  # one start with the sentence typed at a person's pace, one at once
+    assert figures["first_typed_sentence_s"][0] > 0 and figures["warm_sentence_to_heatmap_ms_median"] > 0
+    assert set(figures["goals_met"]) == {"first heatmap after `streamlit run` (median)",
+                                         "first typed sentence, person's pace (median)", "warm sentence → heatmap (median)"}
+
+
+@pytest.mark.e2e
+def test_the_classroom_benchmark_runs_quick():
+    figures = run_benchmark("benchmarks/classroom.py", "--quick")
+    assert figures["learners"] == 2 and figures["all_finished"] and figures["each_sees_own_run_only"]
