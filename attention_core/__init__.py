@@ -37,7 +37,7 @@ _WHERE = {  # name → the module that defines it
     **dict.fromkeys(["PRESETS", "preset"], "presets"),
     **dict.fromkeys(["Prediction", "Run", "list_runs", "load_run", "save_new_run", "save_run"], "runs"),
     "tokenize": "text",
-    **dict.fromkeys(["Trainer", "TrainResult", "evaluate_model"], "training"),
+    **dict.fromkeys(["Trainer", "evaluate_model"], "training"),
 }
 __all__ = sorted(_WHERE)
 
@@ -68,4 +68,4 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from attention_core.presets import PRESETS, preset
     from attention_core.runs import Prediction, Run, list_runs, load_run, save_new_run, save_run
     from attention_core.text import tokenize
-    from attention_core.training import Trainer, TrainResult, evaluate_model
+    from attention_core.training import Trainer, evaluate_model

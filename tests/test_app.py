@@ -177,15 +177,15 @@ def test_train_on_your_own_word_vectors_file_with_clear_errors_for_a_bad_one(run
 
 
 def test_a_run_whose_vectors_file_moved_asks_where_it_is_now(runs_dir, tmp_path):
-    from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, save_run
+    from attention_core import ModelConfig, TrainConfig, Trainer, dataset_from_lists, save_run
     from attention_core import embeddings as E
     from tests.test_runs import LABELS, TEXTS, vectors_file
 
     first = vectors_file(tmp_path / "v8.txt", 8)
     emb = E.load_embeddings(E.EmbeddingSource("file", str(first)))
     result = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=8, d_ff=16), TrainConfig(epochs=2, batch_size=4),
-                     dataset_from_lists(TEXTS, LABELS), emb).run()
-    save_run(Run.from_result(result, name="mine"), runs_dir / "mine")
+                     dataset_from_lists(TEXTS, LABELS), emb).run(name="mine")
+    save_run(result, runs_dir / "mine")
     moved = tmp_path / "moved-v8.txt"
     first.rename(moved)
     E._load_cached.cache_clear()  # the server was restarted since: the file is not in memory

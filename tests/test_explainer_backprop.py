@@ -33,7 +33,7 @@ def emb():
 def trained(emb) -> Run:
     """The seed preset after a few epochs on the post's small.csv (the page's model, shorter)."""
     data = load_dataset((ROOT / "data" / "small.csv").read_bytes(), name="small.csv", is_known=emb.__contains__)
-    return Run.from_result(Trainer(*preset("seed", epochs=20), data, emb).run())
+    return Trainer(*preset("seed", epochs=20), data, emb).run()
 
 
 def sharp_params(seed: int, d: int = 51, c: int = 3, size: float = 0.3) -> dict[str, torch.Tensor]:

@@ -72,8 +72,8 @@ def tiny_run(path: Path, *, val_fraction: float, epochs: int = 3, planned: int |
     texts = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"] * 4
     labels = ["pos", "pos", "pos", "neg", "neg", "neg"] * 4
     result = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32), TrainConfig(
-        epochs=epochs, batch_size=4, val_fraction=val_fraction), dataset_from_lists(texts, labels), load_embeddings()).run()
-    run = Run.from_result(result, name=path.name)
+        epochs=epochs, batch_size=4, val_fraction=val_fraction), dataset_from_lists(texts, labels), load_embeddings()).run(name=path.name)
+    run = result
     save_run(run, path)
     if planned:
         cfg = json.loads((path / "config.json").read_text())
