@@ -43,9 +43,9 @@ from runner.protocol import (
     Idle,
     JobRequest,
     ProbeRecorded,
-    Progress,
     Report,
     Started,
+    Stepped,
 )
 
 PROGRESS_EVERY = 0.1  # seconds between progress messages (the page redraws every 0.4 s)
@@ -69,10 +69,9 @@ class _Reporter:
     def flush(self) -> None:
         h, ev = self.trainer.history, self.step
         if ev is not None:
-            in_epoch = (ev.step - 1) % ev.steps_per_epoch + 1 if ev.steps_per_epoch else 0
             losses = h.step_losses[self.sent_losses :]
             self.sent_losses += len(losses)
-            self.send(Progress(ev.epoch, in_epoch, ev.steps_per_epoch, ev.examples_seen, ev.seconds, losses))
+            self.send(Stepped(ev, losses))
         while self.sent_probes < len(h.probes):
             self.send(ProbeRecorded(h.probes[self.sent_probes]))
             self.sent_probes += 1

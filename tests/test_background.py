@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 from streamlit.testing.v1 import AppTest
 
@@ -26,8 +27,8 @@ class FakeJob:
     def done(self) -> bool:
         return not self.alive
 
-    def brief(self) -> tuple[str, int, int, float]:
-        return self.state, self.epoch, self.epochs, self.epoch / self.epochs
+    def status(self) -> SimpleNamespace:  # the fields of a runner.jobs.JobStatus it reads
+        return SimpleNamespace(state=self.state, epoch=self.epoch, epochs=self.epochs, progress=self.epoch / self.epochs)
 
     def heartbeat(self) -> None:
         self.heartbeats += 1

@@ -218,7 +218,7 @@ def test_seed_experiment_trains_three_variants_and_shows_the_five_sentences(runs
     at.run()
     assert not at.exception
     jobs = seq.jobs
-    assert list(jobs) == ["frozen", "head", "default"] and all(j.snapshot().state == "finished" for j in jobs.values())
+    assert list(jobs) == ["frozen", "head", "default"] and all(j.status().state == "finished" for j in jobs.values())
     assert [len(j.run.history.epochs) for j in jobs.values()] == [15, 15, 3]
     assert not jobs["frozen"].run.model.head.weight.requires_grad and jobs["head"].run.model.head.weight.requires_grad
     maps = [c for c in at.get("plotly_chart") if "-seedexp_map_" in c.proto.id]

@@ -99,8 +99,8 @@ class DoneJob(SimpleNamespace):
 
     alive, done = False, True
 
-    def brief(self):
-        return "finished", 3, 3, 1.0
+    def status(self):
+        return SimpleNamespace(state="finished", epoch=3, epochs=3, progress=1.0)
 
     def heartbeat(self):
         pass

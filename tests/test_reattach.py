@@ -86,7 +86,7 @@ def visit(page: str = TRAIN, token: str | None = None) -> AppTest:
 
 
 def wait_for_an_epoch(job) -> None:
-    while not job.snapshot().epoch_records:
+    while not job.status().epochs_recorded:
         job.heartbeat()
         job.join(0.05)
 

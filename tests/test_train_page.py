@@ -184,13 +184,13 @@ def test_a_training_stopped_midway_reads_well_and_its_bar_stays_where_it_stopped
     at = train_page()
     start_small_training(at, 5000, "stopped midway")
     job = at.session_state["train_job"]
-    while len(job.snapshot().epoch_records) < 3:
+    while job.status().epochs_recorded < 3:
         job.join(0.05)
     at.button(key="train_stop").click().run()
     job.join(120)
     at.run()
     assert not at.exception
-    trained = len(job.snapshot().epoch_records)
+    trained = job.status().epochs_recorded
     assert [s.value for s in at.success] == [f"Training stopped after {trained} of 5000 epochs. Saved as run "
                                              "`stopped-midway`."]  # was: "Training stopped. stopped by the user …"
     bar = at.get("progress")[0].proto
@@ -340,7 +340,7 @@ def test_with_one_slot_a_second_start_waits_in_line_then_trains_and_a_third_can_
     assert third.info[0].value == "Training cancelled before it started — nothing was trained or saved."
     second.run()
     assert second.info[0].value.startswith("Waiting for a free slot: 1st in line")
-    while not running.snapshot().epoch_records:  # (a run stopped before its first epoch has nothing to save)
+    while not running.status().epochs_recorded:  # (a run stopped before its first epoch has nothing to save)
         running.join(0.05)
     first.button(key="train_stop").click().run()  # the running one stops: the slot goes to the next in line
     waiting.join(120)

@@ -45,7 +45,7 @@ def test_a_training_started_on_the_train_page_is_tracked_under_its_address_and_l
     assert tracked_job is job and label == "Training “tracked”"
     assert url_path == current_page(at) == "Train"
     job.join(120)
-    assert job.snapshot().state == "finished", job.snapshot().message
+    assert job.status().state == "finished", job.status().message
     assert back_from_home(at, "Results on") == "Train"
     at.button(key="train_reset").click().run()  # Reset forgets it on the page and in the sidebar
     assert "train_job" not in at.session_state and "train_job" not in at.session_state["background_jobs"]
@@ -63,7 +63,7 @@ def test_the_seed_experiment_is_tracked_under_its_address_and_linked_back():
     assert tracked_job is seq and label == "Seed experiment"
     assert url_path == current_page(at) == "Seed_experiment"
     assert seq.join(300)
-    assert [j.snapshot().state for j in seq.jobs.values()] == ["finished"] * 3
+    assert [j.status().state for j in seq.jobs.values()] == ["finished"] * 3
     assert back_from_home(at, "Results on") == "Seed_experiment"
 
 

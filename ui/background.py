@@ -88,7 +88,8 @@ def keep_alive(pages: dict[str, Any], current: str) -> None:
     @st.fragment(run_every=KEEPALIVE_EVERY if alive() else None)
     def status() -> None:
         for job, label, page in tracked.values():
-            state, epoch, epochs, fraction = job.brief()
+            status = job.status()
+            state = status.state
             if job.alive:
                 job.heartbeat()
                 if page == current:  # its view may be scrolled away, or not drawn (no data chosen); the
@@ -96,7 +97,8 @@ def keep_alive(pages: dict[str, Any], current: str) -> None:
                     st.caption(f"{label}: {_doing(state)}.")
                     continue
                 waiting = state.startswith("waiting")  # no epoch yet: its place is on its page
-                st.progress(fraction, text=f"{label}: {'waiting in line' if waiting else f'{state} · epoch {epoch}/{epochs}'}")
+                doing = "waiting in line" if waiting else f"{state} · epoch {status.epoch}/{status.epochs}"
+                st.progress(status.progress, text=f"{label}: {doing}")
                 st.page_link(pages[page], label=f"Watch on {pages[page].title}", icon=":material/monitoring:")
             elif page != current:  # (on its own page, the page shows how it ended)
                 st.caption(f"{label}: {state}.")
