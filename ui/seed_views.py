@@ -13,10 +13,10 @@ from attention_core.errors import InputError
 from attention_core.post_sgd import PostModelSGDStep
 from attention_core.presets import SEED
 from attention_core.runs import Prediction, run_stamp, save_new_run
-from runner.jobs import JobSequence, TrainingJob
 from ui import figures, live_chart
 from ui.common import ROOT, check_room, embeddings, runs_dir
 from ui.seed_findings import VariantSummary
+from ui.training_page import JobSequence, TrainingJob
 
 SENTENCES = SEED.train.probes  # the post's five evaluate_model sentences
 VARIANTS = {

@@ -28,13 +28,10 @@ from attention_core.runs import (
     zip_unpacked_size,
 )
 from attention_core.training import KEPT_BY_WORDS, History, TrainConfig, metrics_from_probabilities, patience_stop
-from runner import jobs
-from runner.jobs import JobStatus, TrainingJob
-from runner.queue import ordinal
-from ui import background, figures, view_link
+from ui import background, figures, training_page, view_link
 from ui.common import check_room, embeddings, kept, workspace_store
 from ui.live_chart import live_plotly_chart
-from ui.training_page import TrainingPage
+from ui.training_page import JobStatus, TrainingJob, TrainingPage, ordinal
 
 HOME_URL_PATH = "home"  # the url_path app.py's router gives its Home page (tests/test_navigation.py follows it)
 
@@ -165,7 +162,7 @@ def interrupted(folder: Path, page: str) -> None:
     """The trainings of ``page`` in the journal of ``folder`` with no job in this server (a restart
     stopped them): each "not finished — start again", with the run saved where it had begun
     training, and Dismiss (which removes the journal entry only)."""
-    live = jobs.live_journal_ids()
+    live = training_page.live_journal_ids()
     for entry in journal_entries(folder):
         if entry.page != page or entry.id in live:
             continue
@@ -202,7 +199,7 @@ def refresh_seconds(running: bool, waiting: bool) -> float | None:
     """Seconds between redraws of the live view: None once the job has ended; slower while it waits."""
     if not running:
         return None
-    return max(WAITING_REFRESH, jobs.live_refresh_seconds()) if waiting else jobs.live_refresh_seconds()
+    return max(WAITING_REFRESH, training_page.live_refresh_seconds()) if waiting else training_page.live_refresh_seconds()
 
 
 SOON_SECONDS = 5.0  # a wait estimate this short is "starting soon": the training ahead is ending (saving its run)
@@ -236,10 +233,10 @@ def live_view(job: TrainingJob, every: float | None, *, waiting: bool = False) -
         return
     if snap.done:  # the job just ended: redraw the page once, buttons enabled
         st.rerun(scope="app")
-    if every > jobs.LIVE_REFRESH:
-        st.caption(f"The live view is redrawn every {every:.1f} s while {jobs.active_jobs()} trainings share "
+    if every > training_page.LIVE_REFRESH:
+        st.caption(f"The live view is redrawn every {every:.1f} s while {training_page.active_jobs()} trainings share "
                    "this server (every 0.4 s for up to two).")
-    if jobs.live_refresh_seconds() != every:  # trainings started or ended elsewhere: poll at the new pace
+    if training_page.live_refresh_seconds() != every:  # trainings started or ended elsewhere: poll at the new pace
         st.rerun(scope="app")
 
 
