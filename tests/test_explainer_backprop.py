@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from attention_core import EmbeddingSource, Run, Trainer, load_dataset, load_embeddings, preset
 from attention_core.backprop import gradient_report, post_code_comparison, post_forward, post_inputs, post_params_float64
 from attention_core.errors import EmbeddingError, RunError
-from tests.apptest_helpers import array
+from tests.apptest_helpers import array, page_job
 from tests.apptest_helpers import chart as figure
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -211,7 +211,7 @@ def test_seed_experiment_trains_three_variants_and_shows_the_five_sentences(runs
     at.number_input(key="seedexp_default_epochs").set_value(3)
     at.button(key="seedexp_train").click().run()
     assert not at.exception
-    seq = at.session_state["seedexp_seq"]
+    seq = page_job(at, "seedexp_seq")
     assert list(seq.jobs) == ["frozen"] and seq.queued == ["head", "default"]  # one after the other
     # Each variant is started by the end of the one before, in the server: the page need not be open.
     assert seq.join(300)

@@ -19,6 +19,8 @@ import pytest
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
+from tests.apptest_helpers import track_jobs
+
 TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -118,7 +120,7 @@ def test_sidebar_links_to_a_training_lead_to_its_page():
     assert pages == {"Train", "Seed_experiment"}
     for page in sorted(pages):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-        at.session_state["background_jobs"] = {"job": (DoneJob(), "A training", page)}
+        track_jobs(at, {"job": (DoneJob(), "A training", page)})
         at.run()
         assert not at.exception, at.exception
         link = next(x for x in at.sidebar.get("page_link") if x.proto.label.startswith("Results on"))

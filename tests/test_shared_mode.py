@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core.workspaces import WorkspaceStore, is_token
+from tests.apptest_helpers import page_job
 
 TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[1]
@@ -178,7 +179,7 @@ def test_a_workspace_at_its_disk_limit_says_what_to_delete_and_loses_nothing(roo
     a.switch_page("pages/1_Train.py").run()
     a.button[0].click().run()  # the form's Start
     assert not a.exception, a.exception
-    assert "train_job" not in a.session_state
+    assert page_job(a) is None
     message = next(e.value for e in a.error if e.value.startswith("Cannot start"))
     assert "limit" in message and "'big'" in message
     assert sorted(p.name for p in workspace.iterdir()) == before  # nothing trained, nothing saved

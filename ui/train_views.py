@@ -498,7 +498,8 @@ def _rename(runs_dir: Path, old: str) -> None:
         return
     st.session_state["train_manage_pick"] = target.name
     st.session_state["train_rename_to"] = ""
-    job = st.session_state.get("train_job")  # the run just trained: its results and download follow it
+    entry = background.followed().get("train_job")  # the run just trained: its results and download follow it
+    job = entry.job if entry is not None else None
     if job is not None and job.done and job.run_path and job.run_path.resolve() == (runs_dir / old).resolve():
         job.run_renamed(target)
     if st.session_state.get("active_run") == old:  # the model picker of every page follows it

@@ -47,10 +47,10 @@ class CannotStart(InputError):
 
 
 class TrainingPage:
-    """The page's job (a ``TrainingJob`` or ``JobSequence``), kept in the session under ``job_key``
-    and alive from every other page of the app (:mod:`ui.background`) under the same key; also
-    registered for the workspace (:mod:`runner.registry`), so a reload or another tab of the same
-    workspace finds it again."""
+    """The page's job (a ``TrainingJob`` or ``JobSequence``): kept in the server's registry for the
+    workspace under ``job_key`` (:mod:`runner.registry`, the one place a job is kept, so a reload or
+    another tab of the same workspace finds it again); the session follows it by its number, and keeps
+    it alive from every other page of the app (:mod:`ui.background`)."""
 
     def __init__(self, job_key: str, url_path: str) -> None:
         self.job_key, self.url_path = job_key, url_path
@@ -58,14 +58,17 @@ class TrainingPage:
     @property
     def job(self) -> Any | None:
         """This session's job, else the workspace's job of this page (re-attached: kept alive from here on)."""
-        if self.job_key not in st.session_state:
+        job = self.own_job
+        if job is None:
             background.reattach(self.job_key)
-        return st.session_state.get(self.job_key)
+            job = self.own_job
+        return job
 
     @property
     def own_job(self) -> Any | None:
-        """This session's job only (e.g. to ignore a second click on Start)."""
-        return st.session_state.get(self.job_key)
+        """The job this session follows only (e.g. to ignore a second click on Start)."""
+        entry = background.followed().get(self.job_key)
+        return entry.job if entry is not None else None
 
     def start(self, trainings: Sequence[tuple[str, TrainerSpec]], *, runs_dir: Path, label: str, dataset: str = "",
               keep: bool = True, titles: Mapping[str, str] | None = None) -> tuple[TrainingJob | JobSequence, str | None]:
@@ -113,10 +116,10 @@ class TrainingPage:
         return job, next((n for n in notes if n), None)
 
     def track(self, job: Any, *, label: str) -> None:
-        """Make ``job`` the page's job, kept alive and shown in the sidebar of the other pages."""
-        st.session_state[self.job_key] = job
-        background.track(self.job_key, job, label=label, page=self.url_path)
-        server_registry().register(common.workspace_key(), self.job_key, job, label=label, page=self.url_path)
+        """Make ``job`` the page's job, registered for the workspace and followed by this session (kept
+        alive and shown in the sidebar of the other pages)."""
+        number = server_registry().register(common.workspace_key(), self.job_key, job, label=label, page=self.url_path)
+        background.follow(self.job_key, number)
 
     def shown(self, job: Any) -> None:
         """The page has shown how ``job`` ended: a reload from now on starts afresh (its run is on disk)."""
@@ -124,11 +127,11 @@ class TrainingPage:
 
     def forget(self) -> Any | None:
         """Drop the page's job (a finished run stays saved on disk); returns it (None if none)."""
-        background.forget(self.job_key)
-        job = st.session_state.pop(self.job_key, None)
-        if job is not None:
-            self.shown(job)
-        return job
+        entry = background.unfollow(self.job_key)
+        if entry is None:
+            return None
+        self.shown(entry.job)
+        return entry.job
 
     def live(self, draw: Callable[[Any], None], *, every: float | None) -> None:
         """A fragment redrawn every ``every`` seconds (None: once, with the page): a heartbeat for
