@@ -40,7 +40,7 @@ _WHERE = {  # name → the module that defines it
     **dict.fromkeys(["Prediction", "Run", "load_run", "save_new_run", "save_run"], "runs"),
     "list_runs": "run_folders",
     "tokenize": "text",
-    **dict.fromkeys(["Trainer", "TrainResult", "evaluate_model"], "training"),
+    **dict.fromkeys(["Trainer", "evaluate_model"], "training"),
 }
 __all__ = sorted(_WHERE)
 
@@ -72,4 +72,4 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from attention_core.run_folders import list_runs
     from attention_core.runs import Prediction, Run, load_run, save_new_run, save_run
     from attention_core.text import tokenize
-    from attention_core.training import Trainer, TrainResult, evaluate_model
+    from attention_core.training import Trainer, evaluate_model

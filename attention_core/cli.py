@@ -21,8 +21,8 @@ from attention_core.errors import ConfigError, InputError, RunError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from attention_core.runs import Prediction
-    from attention_core.training import EpochRecord, Trainer, TrainResult
+    from attention_core.runs import Prediction, Run
+    from attention_core.training import EpochRecord, Trainer
     from attention_core.workspaces import Workspace, WorkspaceStore
 
 EXIT_BAD_INPUT = 2
@@ -193,7 +193,7 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
     from attention_core.data import load_dataset
     from attention_core.embeddings import EmbeddingSource, load_embeddings
     from attention_core.presets import preset
-    from attention_core.runs import Run, save_new_run, save_run
+    from attention_core.runs import save_new_run, save_run
     from attention_core.training import Trainer
 
     names = ("epochs", "n_layers", "n_heads", "lr", "batch_size", "seed", "val_fraction", "time_budget", "vocab_limit",
@@ -226,20 +226,20 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
         bar.set_postfix(post, refresh=False)
         bar.update(1)
 
-    result = run_trainer(trainer, on_epoch=on_epoch)
+    run = run_trainer(trainer, on_epoch=on_epoch, name=args.name or out.name)
     bar.close()
-    run = Run.from_result(result, name=args.name or out.name)
     try:
         save_run(run, out, overwrite=args.overwrite)
     except RunError as err:  # something was put into the folder while training: keep the run beside it
         out = save_new_run(run, out.parent, out.name)
         print(f"{err.message}: the run was saved to {out} instead", file=sys.stderr)
-    if result.history.message:
-        print(result.history.message, file=sys.stderr)
-    return {**result.history.summary(), "run": str(out)}
+    if run.history.message:
+        print(run.history.message, file=sys.stderr)
+    return {**run.history.summary(), "run": str(out)}
 
 
-def run_trainer(trainer: Trainer, on_epoch: Callable[[EpochRecord], None] | None = None) -> TrainResult:
+def run_trainer(trainer: Trainer, on_epoch: Callable[[EpochRecord], None] | None = None,
+                name: str = "run") -> Run:
     """Run ``trainer`` as ``train`` does: on the CPU without ``--threads``, the thread count follows the machine's load
     (:func:`~attention_core.threads.auto_threads`). ``benchmarks/quality.py`` trains through this too."""
     from attention_core.threads import auto_threads
@@ -247,7 +247,7 @@ def run_trainer(trainer: Trainer, on_epoch: Callable[[EpochRecord], None] | None
     auto = trainer.train_config.num_threads is None and trainer.device.type == "cpu"  # --threads N: fixed
     tuner = auto_threads() if auto else None
     on_step = (lambda event: tuner.update(event.examples_seen, event.seconds)) if tuner is not None else None
-    return trainer.run(on_epoch=on_epoch, on_step=on_step)
+    return trainer.run(on_epoch=on_epoch, on_step=on_step, name=name)
 
 
 def _predict(args: argparse.Namespace) -> dict:

@@ -35,6 +35,11 @@ class StepEvent:
     examples_seen: int
     seconds: float
 
+    @property
+    def step_in_epoch(self) -> int:
+        """This step's place in its epoch, from 1 (0 for an epoch without steps)."""
+        return (self.step - 1) % self.steps_per_epoch + 1 if self.steps_per_epoch else 0
+
 
 @dataclass(frozen=True)
 class ProbeSentence:

@@ -31,7 +31,7 @@ from attention_core.errors import ConfigError, InputError, RunError
 from attention_core.model import AttentionClassifier, AttentionEdit, ModelConfig
 from attention_core.run_folders import FORMAT, RUN_FILES, SNAPSHOT_FILE, VERSION, claim_free_folder, read_json, write_run_folder
 from attention_core.sentence import SentenceOutput, run_encoded, run_sentence
-from attention_core.training import History, TrainConfig, TrainResult, predict_probabilities
+from attention_core.training import History, TrainConfig, predict_probabilities
 
 
 @dataclass
@@ -56,7 +56,7 @@ class Prediction:
 
 @dataclass
 class Run:
-    """A trained model, its encoder, configs, labels and history."""
+    """A trained model, its encoder, configs, labels and history: what ``Trainer.run()`` gives, and a run folder holds."""
 
     model: AttentionClassifier
     encoder: TextEncoder
@@ -68,14 +68,6 @@ class Run:
     path: Path | None = None
     validation: tuple[tuple[str, ...], tuple[int, ...]] = ((), ())  # texts, label ids
     snapshots: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)  # epoch → trained weights
-
-    @classmethod
-    def from_result(cls, result: TrainResult, name: str = "run") -> Run:
-        val = (result.val_set.texts, result.val_set.labels)
-        return cls(
-            result.model, result.encoder, result.model_config, result.train_config,
-            tuple(result.label_names), result.history, name, None, val, dict(result.snapshots),
-        )
 
     def forward_over_training(self, text: str) -> list[tuple[int, SentenceOutput]]:
         """``text`` through the model as it was at each snapshot epoch: [(epoch, what that model made

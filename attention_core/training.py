@@ -16,8 +16,8 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import torch
@@ -52,6 +52,9 @@ from attention_core.post_sgd import PostModelSGDStep, post_sgd_step_applies
 from attention_core.sentence import evaluating, run_encoded
 from attention_core.text import TOKENIZERS
 
+if TYPE_CHECKING:
+    from attention_core.runs import Run
+
 SKEWED_SHARE = 0.5  # sampling="auto" balances when the rarest class has under this share of an equal split's rows
 MAX_PROBE_RECORDS = 100  # attention snapshots per probe sentence kept in the history
 CHECK_ROWS = 5_000  # rows check_settings tokenizes to see how much text the word vectors know (~0.1 s)
@@ -72,19 +75,6 @@ class BatchTensors(NamedTuple):
     mask: torch.Tensor | None
     labels: torch.Tensor
     casing: torch.Tensor | None
-
-
-@dataclass
-class TrainResult:
-    model: AttentionClassifier
-    encoder: TextEncoder
-    model_config: ModelConfig
-    train_config: TrainConfig
-    label_names: tuple[str, ...]
-    history: History
-    train_set: TextDataset
-    val_set: TextDataset
-    snapshots: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)  # epoch → trained weights (float16)
 
 
 def snapshot_epochs(epochs: int, n: int) -> set[int]:
@@ -463,11 +453,11 @@ class Trainer:
         ...                              ["pos", "neg", "pos", "neg"] * 5)
         >>> trainer = Trainer(ModelConfig(n_layers=1, n_heads=2), TrainConfig(epochs=3), dataset, load_embeddings())
         >>> def report(rec): print(f"epoch {rec.epoch}: validation accuracy {rec.val_accuracy:.0%}")
-        >>> result = trainer.run(on_epoch=report)  # doctest: +ELLIPSIS
+        >>> run = trainer.run(on_epoch=report)  # doctest: +ELLIPSIS
         epoch 1: validation accuracy ...%
         epoch 2: validation accuracy ...%
         epoch 3: validation accuracy ...%
-        >>> result.label_names, len(result.train_set), len(result.val_set)
+        >>> run.label_names, len(trainer.train_set), len(run.validation[0])
         (('neg', 'pos'), 16, 4)
     """
 
@@ -642,8 +632,10 @@ class Trainer:
         *,
         on_step: Callable[[StepEvent], None] | None = None,
         on_epoch: Callable[[EpochRecord], None] | None = None,
-    ) -> TrainResult:
-        """Train until the last epoch, a stop, the time budget or a divergence; the model keeps the best weights."""
+        name: str = "run",
+    ) -> Run:
+        """Train until the last epoch, a stop, the time budget or a divergence; the run named ``name`` (not saved)
+        keeps the best weights."""
         tc, h, model = self.train_config, self.history, self.model
         if tc.num_threads:
             torch.set_num_threads(tc.num_threads)
@@ -687,7 +679,7 @@ class Trainer:
                 on_epoch(record)
             if self._stop.is_set() or h.status != "running":
                 break
-        return self._finish(kept, snapshots)
+        return self._finish(kept, snapshots, name)
 
     def _train_epoch(self, epoch: int, batches: list[list[int]], take_step: _Step,
                      clock: _TrainingClock, steps_before: int, kept: _KeptWeights,
@@ -759,8 +751,10 @@ class Trainer:
         every = max(1, tc.epochs // MAX_PROBE_RECORDS)
         return epoch % every == 0 or epoch == tc.epochs or self._stop.is_set() or self.history.status != "running"
 
-    def _finish(self, kept: _KeptWeights, snapshots: _Snapshots) -> TrainResult:
-        """Name how the run ended, load the weights it keeps, and hand them over on the CPU."""
+    def _finish(self, kept: _KeptWeights, snapshots: _Snapshots, name: str) -> Run:
+        """Name how the run ended, load the weights it keeps, and hand them over on the CPU, as a run."""
+        from attention_core.runs import Run  # (runs imports this module)
+
         tc, h, model = self.train_config, self.history, self.model
         if tc.snapshots and h.epochs:  # stopped or diverged early: the time-lapse reaches the last epoch
             if h.epochs[-1].epoch < tc.epochs:
@@ -776,10 +770,8 @@ class Trainer:
                 snapshots.take(h.kept_epoch, model)
         model.zero_grad(set_to_none=True)
         model.eval().cpu()  # runs are saved and served from the CPU
-        return TrainResult(
-            model, self.encoder, self.model_config, tc, self.label_names, h, self.train_set, self.val_set,
-            snapshots.weights,
-        )
+        return Run(model, self.encoder, self.model_config, tc, tuple(self.label_names), h, name,
+                   validation=(tuple(self.val_set.texts), tuple(self.val_set.labels)), snapshots=snapshots.weights)
 
 
 def evaluate_model(model: AttentionClassifier, encoder: TextEncoder, dataset: TextDataset, label_names: Sequence[str]):

@@ -92,10 +92,10 @@ def ours(train: TextDataset, test: TextDataset, embeddings: Any, overrides: dict
     model_cfg, train_cfg = preset("default", **overrides)
     start = time.perf_counter()
     trainer = Trainer(model_cfg, train_cfg, train, embeddings)
-    result = run_trainer(trainer)
+    run = run_trainer(trainer)
     seconds = time.perf_counter() - start
-    m: Metrics = evaluate_model(result.model, result.encoder, test, result.label_names)
-    h = result.history
+    m: Metrics = evaluate_model(run.model, run.encoder, test, run.label_names)
+    h = run.history
     detail = (f"{len(h.epochs)} ep, kept {h.kept_epoch}, {h.status}, train {h.seconds:.1f} s, "
               f"{h.examples_seen:,} examples")
     return Score(m.accuracy, m.macro_f1, seconds, detail)

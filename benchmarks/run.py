@@ -89,7 +89,6 @@ from attention_core import (
     Run,
     TextDataset,
     Trainer,
-    TrainResult,
     classification_metrics,
     evaluate_model,
     load_dataset,
@@ -242,7 +241,7 @@ def read_csv(path: Path, embeddings: Embeddings) -> TextDataset:
 
 
 def train_default(dataset: TextDataset, embeddings: Embeddings, on_epoch: Callable[..., Any] | None = None,
-                  **overrides: Any) -> tuple[Trainer, TrainResult, float]:
+                  **overrides: Any) -> tuple[Trainer, Run, float]:
     """Build and run a ``default``-preset Trainer; returns it, its result and run()'s wall seconds."""
     model_cfg, train_cfg = preset("default", **overrides)
     trainer = Trainer(model_cfg, train_cfg, dataset, embeddings)
@@ -427,7 +426,7 @@ def bench_predict_latency(quick: bool) -> Section:
     dataset = read_csv(UCI_CSV, embeddings)
     _, result, _ = train_default(dataset, embeddings, epochs=1, num_threads=2)
     with tempfile.TemporaryDirectory() as tmp:
-        run = load_run(save_run(Run.from_result(result, name="latency"), Path(tmp) / "run"))
+        run = load_run(save_run(result, Path(tmp) / "run", name="latency"))
     text = sentence_of(n_tokens, dataset.texts, run)
     prediction = run.predict(text)
     layers, heads = run.model_config.n_attention_maps, run.model_config.n_heads  # a pooling attention's map too
@@ -593,7 +592,7 @@ def thread_policy(policy: str) -> ThreadTuner | None:
 
 
 def tuned_run(trainer: Trainer, tuner: ThreadTuner | None, on_step: Callable[[StepEvent], None] | None = None,
-              seconds_by_threads: dict[int, float] | None = None) -> TrainResult:
+              seconds_by_threads: dict[int, float] | None = None) -> Run:
     """``trainer.run()`` with ``tuner`` fed every step; ``seconds_by_threads`` gets the training
     seconds spent at each thread count."""
     last = [0.0]

@@ -8,13 +8,11 @@ from attention_core.data import detect_columns
 from attention_core.errors import InputError
 from attention_core.presets import DEFAULT
 from attention_core.training import TrainerSpec
-from runner.jobs import TrainingJob
-from runner.queue import apply_caps, server_queue
-from ui import common, forms, train_views, view_link
+from ui import forms, train_views, view_link
 from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, kept, runs_dir
 from ui.forms import form_settings, hyperparameter_form
 from ui.train_views import build_dataset, parse
-from ui.training_page import training_page
+from ui.training_page import CannotStart, TrainingJob, training_page
 
 page = training_page(__file__, "📈", job_key="train_job")
 st.title("Train a model")
@@ -70,24 +68,20 @@ def on_start() -> None:
     current = page.own_job  # (a stale tab of the same workspace may start another, as the queue allows)
     if current is not None and current.alive:  # a second click on its way before the form was disabled
         return
-    try:  # a bad combination (e.g. 3 heads for model dim 64) is a ConfigError with a hint
-        common.check_room()  # a workspace at its disk limit says what to delete, before anything is trained
+    try:
         run_name, model_cfg, train_cfg, probe = form_settings(name)
-        train_cfg, st.session_state["train_cap_note"] = apply_caps(train_cfg, len(dataset))  # a shared server's caps
         spec = TrainerSpec(model_cfg, train_cfg, dataset, embeddings(train_cfg.vocab_limit, vectors))
-        spec.check()
-        job = TrainingJob(spec, runs_dir(), run_name)  # the training process builds the trainer
-        job.submit(server_queue(), common.workspace_key(), page=page.url_path, dataset=name)  # runner.queue; journaled
-    except InputError as err:
-        st.session_state["train_start_error"] = f"{err}"
+        _, st.session_state["train_cap_note"] = page.start([(run_name, spec)], runs_dir=runs_dir(),
+                                                           label=f"Training “{run_name}”", dataset=name)
+    except InputError as err:  # CannotStart is worded already; a setting the form refused is not
+        st.session_state["train_start_error"] = f"{err}" if isinstance(err, CannotStart) else f"Cannot start: {err}"
         return
-    page.track(job, label=f"Training “{run_name}”")  # kept alive from the other pages
     st.session_state["train_probe_pick"] = probe
 
 
 hyperparameter_form(EXAMPLES[0], name, on_start=on_start, disabled=running)
 if error := st.session_state.pop("train_start_error", None):
-    st.error(f"Cannot start: {error}")
+    st.error(error)
 elif job is not None and (note := st.session_state.get("train_cap_note")):
     st.info(note)
 

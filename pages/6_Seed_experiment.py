@@ -10,13 +10,11 @@ import streamlit as st
 from attention_core.errors import InputError
 from attention_core.presets import SEED
 from attention_core.training import TrainerSpec
-from runner.jobs import JobSequence, TrainingJob
-from runner.queue import apply_caps, server_queue
-from ui import common, seed_views, view_link
+from ui import seed_views, view_link
 from ui.common import embeddings
 from ui.seed_findings import summarise, what_to_notice
 from ui.seed_views import SENTENCES, SHORT, VARIANTS, small_csv
-from ui.training_page import training_page
+from ui.training_page import JobSequence, TrainingJob, training_page
 
 page = training_page(__file__, "🧪", job_key="seedexp_seq")
 st.title("The seed's experiment")
@@ -33,26 +31,15 @@ def on_train() -> None:
     on_stop()
     ss.pop("seedexp_error", None)
     ss["seedexp_done"] = 0
-    items = []
-    for key, model_cfg, train_cfg in seed_views.plan(int(ss["seedexp_epochs"]), int(ss["seedexp_default_epochs"])):
-        try:  # a shared server's caps (a time budget lowered quietly: each run says where it stopped)
-            train_cfg = apply_caps(train_cfg, len(small_csv(train_cfg.vocab_limit)))[0]
-            spec = TrainerSpec(model_cfg, train_cfg, small_csv(train_cfg.vocab_limit), embeddings(train_cfg.vocab_limit))
-            spec.check()
-        except InputError as err:
-            ss["seedexp_error"] = f"{VARIANTS[key]} cannot start: {err}"
-            return
-        items.append((key, spec))
+    items = [(key, TrainerSpec(model_cfg, train_cfg, small_csv(train_cfg.vocab_limit), embeddings(train_cfg.vocab_limit)))
+             for key, model_cfg, train_cfg in seed_views.plan(int(ss["seedexp_epochs"]), int(ss["seedexp_default_epochs"]))]
     ss.setdefault("seedexp_dir", tempfile.mkdtemp(prefix="seedexp-"))  # a temporary folder, not the user's runs
-    # One after the other, each started by the end of the one before, in the server: the learner
-    # can read another page meanwhile (ui.background keeps the sequence alive from there).
-    seq = JobSequence(items, Path(ss["seedexp_dir"]))
-    try:  # one training of the learner in the server's queue; each variant waits its turn (runner.queue)
-        seq.submit(server_queue(), common.workspace_key())
+    # One after the other, in the server: the learner can read another page meanwhile. A shared server's
+    # caps lower a time budget quietly (each run says where it stopped).
+    try:
+        page.start(items, runs_dir=Path(ss["seedexp_dir"]), label="Seed experiment", keep=False, titles=VARIANTS)
     except InputError as err:
-        ss["seedexp_error"] = f"Cannot start: {err}"
-        return
-    page.track(seq, label="Seed experiment")
+        ss["seedexp_error"] = f"{err}"
 
 
 def on_stop() -> None:

@@ -12,13 +12,14 @@ other sessions) waited behind it; with four sessions training, health checks too
 a second.
 
 The messages on the job's connection are the dataclasses of :mod:`runner.protocol`: a
-``JobRequest``, then ``Command`` values from the page; ``Started``, ``Progress`` (at most every
+``JobRequest``, then ``Command`` values from the page; ``Started``, ``Stepped`` (at most every
 0.1 s), ``EpochDone``, ``ProbeRecorded``, ``Idle`` and last ``Ended`` or ``Failed`` from the job.
 The validation predictions are made by the job's process, so that four jobs ending at once do
 not keep the server busy for a second with them.
 
-A thread in the server (one per job, asleep in ``recv``) folds these into the job object; the
-page's fragment polls :meth:`TrainingJob.snapshot` every 0.4 s (slower while many jobs run,
+A thread in the server (one per job, asleep in ``recv``) appends the trainer's records to the job's
+:class:`~attention_core.history.History` (the class a saved run has) and keeps its latest step; the
+page's fragment polls :meth:`TrainingJob.status` every 0.4 s and draws the history (slower while many jobs run,
 see :func:`live_refresh_seconds`). Every poll is a heartbeat, and so is every few seconds of any
 other page of the same tab (the app's ``ui.background``): a job whose tab was closed (no heartbeat for
 ``orphan_after`` seconds) stops itself, and so does a job whose server went away.
@@ -41,7 +42,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Client, Connection
 from pathlib import Path
 
@@ -49,7 +50,7 @@ import numpy as np
 
 from attention_core import ModelConfig, Run, Trainer, load_run
 from attention_core.errors import InputError
-from attention_core.history import EpochRecord, ProbeRecord
+from attention_core.history import History, StepEvent
 from attention_core.run_folders import JournalEntry, remove_journal_entry, write_journal_entry
 from attention_core.training import TrainConfig, TrainerSpec
 from runner.protocol import (
@@ -60,9 +61,9 @@ from runner.protocol import (
     Idle,
     JobRequest,
     ProbeRecorded,
-    Progress,
     Report,
     Started,
+    Stepped,
     TrainingBackend,
 )
 from runner.queue import Ticket, TrainingQueue
@@ -196,42 +197,45 @@ def warm_up() -> None:
     JobHost.get()
 
 
-@dataclass
-class JobSnapshot:
+@dataclass(frozen=True)
+class JobStatus:
+    """Where a job is, copied under its lock; what it recorded is its ``history`` (not copied: its lists only
+    grow, and ``epochs_recorded`` / ``steps_recorded`` are their lengths as of this status)."""
+
     state: str  # waiting | starting | running | paused | finished | stopped | diverged | time budget | failed | cancelled
-    epoch: int
-    epochs: int
-    step_in_epoch: int
-    steps_per_epoch: int
-    examples_per_second: float
-    seconds: float
-    eta_seconds: float | None
-    epoch_records: list[EpochRecord]
-    step_losses: list[float]
-    probe: ProbeRecord | None  # the latest
-    message: str
-    run_path: Path | None
-    done: bool
+    epochs: int  # planned
+    progress: float  # 0 … 1 (see _fraction_done)
+    step: StepEvent | None = None  # the latest
+    epochs_recorded: int = 0
+    steps_recorded: int = 0
+    message: str = ""
+    run_path: Path | None = None
+    done: bool = False
+    eta_seconds: float | None = None
     place: int | None = None  # while waiting: 1 = next to start
     wait_seconds: float | None = None  # while waiting: about how long until it starts (None: unknown)
 
     @property
-    def progress(self) -> float:
-        return _fraction_done(self.epoch, self.step_in_epoch, self.steps_per_epoch, self.epochs, self.state)
+    def epoch(self) -> int:
+        return self.step.epoch if self.step is not None else 0
+
+    @property
+    def examples_per_second(self) -> float:
+        return self.step.examples_seen / self.step.seconds if self.step is not None and self.step.seconds > 0 else 0.0
 
 
-def _fraction_done(epoch: int, step_in_epoch: int, steps_per_epoch: int, epochs: int, state: str) -> float:
-    """How far a job is, 0 … 1, from the epoch it is in and its step in that epoch.
+def _fraction_done(step: StepEvent | None, epochs: int, state: str) -> float:
+    """How far a job is, 0 … 1, from the epoch its latest step is in and its place in that epoch.
 
     Full only for a job that trained all its epochs: one stopped (by the learner, its time
     budget, a divergence) stays where it stopped.
     """
     if state == "finished":
         return 1.0
-    if epochs == 0:
+    if epochs == 0 or step is None:
         return 0.0
-    inner = step_in_epoch / steps_per_epoch if steps_per_epoch else 0.0
-    return min(1.0, (max(epoch - 1, 0) + inner) / epochs)
+    inner = step.step_in_epoch / step.steps_per_epoch if step.steps_per_epoch else 0.0
+    return min(1.0, (max(step.epoch - 1, 0) + inner) / epochs)
 
 
 @dataclass
@@ -257,15 +261,9 @@ class TrainingJob:
     train_config: TrainConfig = field(init=False)
     model_config: ModelConfig = field(init=False)  # the model it trains (its attention maps' names and shapes)
     n_train_rows: int = field(init=False)  # 0 until the child has built a TrainerSpec's trainer
+    history: History = field(default_factory=History)  # the trainer's records as they arrive (appended under _lock)
+    _step: StepEvent | None = None  # the trainer's latest
     _paused: bool = False
-    _epoch: int = 0
-    _step_in_epoch: int = 0
-    _steps_per_epoch: int = 0
-    _examples_seen: int = 0
-    _seconds: float = 0.0
-    _records: list[EpochRecord] = field(default_factory=list)
-    _step_losses: list[float] = field(default_factory=list)
-    _probe: ProbeRecord | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _send_lock: threading.Lock = field(default_factory=threading.Lock)
     _idle: threading.Event = field(default_factory=threading.Event)
@@ -344,12 +342,14 @@ class TrainingJob:
         """Seconds of training left at its pace so far, for the queue's wait estimate; None before it
         has trained ``PACE_AFTER`` seconds (the queue then guesses from its budget or recent durations)."""
         with self._lock:
-            return self._eta() if self._seconds >= PACE_AFTER else None
+            return self._eta() if self._step is not None and self._step.seconds >= PACE_AFTER else None
 
     def _eta(self) -> float | None:
-        rate = self._examples_seen / self._seconds if self._seconds > 0 else 0.0
+        step = self._step
+        if step is None or step.seconds <= 0 or step.examples_seen <= 0:
+            return None
         total = self.train_config.epochs * self.n_train_rows
-        return max(0.0, (total - self._examples_seen) / rate) if rate > 0 and total else None
+        return max(0.0, (total - step.examples_seen) * step.seconds / step.examples_seen) if total else None
 
     def start(self) -> None:
         """Hand the trainer to a new process; returns at once (the connection is made in the background)."""
@@ -371,7 +371,7 @@ class TrainingJob:
                 self._conn.send(command)
 
     def pause(self) -> None:
-        self._paused = True  # snapshot() reads "paused" from this while the job runs
+        self._paused = True  # status() reads "paused" from this while the job runs
         self._send(Command.PAUSE)
 
     def resume(self) -> None:
@@ -489,17 +489,17 @@ class TrainingJob:
                     self.pid, self.n_train_rows = pid, rows
                     if self.state == "starting":
                         self.state = "running"
-                case Progress():
-                    self._epoch, self._step_in_epoch = report.epoch, report.step_in_epoch
-                    self._steps_per_epoch, self._examples_seen = report.steps_per_epoch, report.examples_seen
-                    self._seconds = report.seconds
-                    self._step_losses.extend(report.new_step_losses)
+                case Stepped(event, losses):
+                    self._step = event
+                    self.history.step_losses.extend(losses)
+                    self.history.seconds, self.history.examples_seen = event.seconds, event.examples_seen
                 case EpochDone(record):
-                    self._records.append(record)
+                    self.history.epochs.append(record)
                 case ProbeRecorded(record):
-                    self._probe = record
+                    self.history.probes.append(record)
                 case Ended():
                     self.state, self.message = report.status, report.message
+                    self.history.status, self.history.message = report.status, report.message
                     self.run_path, self.validation_probs = report.run_path, report.validation_probs
                     return True
                 case Failed(message):
@@ -510,41 +510,17 @@ class TrainingJob:
     def _state(self) -> str:
         return "paused" if self.state == "running" and self._paused else self.state
 
-    def brief(self) -> tuple[str, int, int, float]:
-        """(state, epoch, epochs, fraction done): a one-line status, without copying the history."""
-        with self._lock:
-            epochs = self.train_config.epochs
-            state = self._state()
-            fraction = _fraction_done(self._epoch, self._step_in_epoch, self._steps_per_epoch, epochs, state)
-            return state, self._epoch, epochs, fraction
-
-    def snapshot(self) -> JobSnapshot:
-        """A consistent copy of the job's progress, for drawing."""
+    def status(self) -> JobStatus:
+        """Where the job is now (its records: :attr:`history`, up to the lengths this gives)."""
         ticket = self._ticket
-        place, wait = (ticket.place, ticket.wait_seconds) if ticket is not None else (None, None)
+        waiting = ticket is not None and ticket.state == "waiting"
+        place, wait = (ticket.place, ticket.wait_seconds) if waiting else (None, None)
         with self._lock:
+            state, step, done, h = self._state(), self._step, self.done, self.history
             epochs = self.train_config.epochs
-            rate = self._examples_seen / self._seconds if self._seconds > 0 else 0.0
-            eta = self._eta()
-            done = self.done
-            return JobSnapshot(
-                state=self._state(),
-                epoch=self._epoch,
-                epochs=epochs,
-                step_in_epoch=self._step_in_epoch,
-                steps_per_epoch=self._steps_per_epoch,
-                examples_per_second=rate,
-                seconds=self._seconds,
-                eta_seconds=None if done else eta,
-                epoch_records=list(self._records),
-                step_losses=list(self._step_losses),
-                probe=self._probe,
-                message=self.message,
-                run_path=self.run_path,
-                done=done,
-                place=place,
-                wait_seconds=wait,
-            )
+            return JobStatus(state, epochs, _fraction_done(step, epochs, state), step, len(h.epochs),
+                             len(h.step_losses), self.message, self.run_path, done, None if done else self._eta(),
+                             place, wait)
 
 
 class JobSequence:
@@ -689,17 +665,18 @@ class JobSequence:
         for job in self.jobs.values():
             job.stop()
 
-    def brief(self) -> tuple[str, int, int, float]:
-        """(state, epoch, epochs, fraction done) of the sequence as a whole: its current job's state and
-        epochs, and which job of how many it is while the sequence runs."""
+    def status(self) -> JobStatus:
+        """The sequence as a whole: its current job's status, its state saying which job of how many it is
+        while the sequence runs, and its progress over all its jobs."""
         jobs, queued = list(self.jobs.values()), self.queued
         started, total = len(jobs), len(jobs) + len(queued)
         if self.waiting:  # e.g. "waiting (2 of 3)": its next job waits for a slot
-            return f"waiting ({started + 1} of {total})", 0, 0, started / total
+            return JobStatus(f"waiting ({started + 1} of {total})", 0, started / total)
         job = next((j for j in jobs if j.alive), jobs[-1] if jobs else None)
         if job is None:
-            return ("starting" if total else "finished"), 0, 0, 0.0
-        state, epoch, epochs, fraction = job.brief()
+            return JobStatus("starting" if total else "finished", 0, 0.0)
+        status = job.status()
+        state = status.state
         if self.alive:  # e.g. "running (2 of 3)"
             state = f"{'running' if job.done else state} ({started} of {total})"  # (done: between two jobs)
-        return state, epoch, epochs, (started - 1 + fraction) / total if total else 1.0
+        return replace(status, state=state, progress=(started - 1 + status.progress) / total if total else 1.0)

@@ -19,7 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
-from attention_core.history import EpochRecord, ProbeRecord
+from attention_core.history import EpochRecord, ProbeRecord, StepEvent
 from attention_core.training import Trainer, TrainerSpec
 
 
@@ -51,15 +51,11 @@ class Started:
 
 
 @dataclass(frozen=True)
-class Progress:
+class Stepped:
     """Sent at most every ``runner.worker.PROGRESS_EVERY`` seconds while steps are taken."""
 
-    epoch: int
-    step_in_epoch: int
-    steps_per_epoch: int
-    examples_seen: int
-    seconds: float  # training time so far (pauses excluded)
-    new_step_losses: list[float]  # the step losses since the last Progress
+    event: StepEvent  # the trainer's latest
+    new_step_losses: list[float]  # the step losses since the last Stepped
 
 
 @dataclass(frozen=True)
@@ -94,7 +90,7 @@ class Failed:
     message: str
 
 
-Report = Started | Progress | EpochDone | ProbeRecorded | Idle | Ended | Failed
+Report = Started | Stepped | EpochDone | ProbeRecorded | Idle | Ended | Failed
 
 
 class JobChannel(Protocol):

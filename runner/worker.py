@@ -29,7 +29,7 @@ import time
 import traceback
 from multiprocessing.connection import Connection, Listener
 
-from attention_core import Run, Trainer
+from attention_core import Trainer
 from attention_core.embeddings import load_embeddings
 from attention_core.errors import InputError
 from attention_core.runs import save_new_run
@@ -43,9 +43,9 @@ from runner.protocol import (
     Idle,
     JobRequest,
     ProbeRecorded,
-    Progress,
     Report,
     Started,
+    Stepped,
 )
 
 PROGRESS_EVERY = 0.1  # seconds between progress messages (the page redraws every 0.4 s)
@@ -69,10 +69,9 @@ class _Reporter:
     def flush(self) -> None:
         h, ev = self.trainer.history, self.step
         if ev is not None:
-            in_epoch = (ev.step - 1) % ev.steps_per_epoch + 1 if ev.steps_per_epoch else 0
             losses = h.step_losses[self.sent_losses :]
             self.sent_losses += len(losses)
-            self.send(Progress(ev.epoch, in_epoch, ev.steps_per_epoch, ev.examples_seen, ev.seconds, losses))
+            self.send(Stepped(ev, losses))
         while self.sent_probes < len(h.probes):
             self.send(ProbeRecorded(h.probes[self.sent_probes]))
             self.sent_probes += 1
@@ -156,16 +155,15 @@ def run_job(conn: Connection) -> None:
         target=_control_loop, args=(trainer, conn, reporter, job.orphan_after, name, ended), name="control", daemon=True
     ).start()
     try:
-        result = trainer.run(on_step=reporter.on_step, on_epoch=reporter.on_epoch)
+        run = trainer.run(on_step=reporter.on_step, on_epoch=reporter.on_epoch, name=name)
         ended.set()  # what follows is saving: the server closing the connection now is no reason to warn
         reporter.flush()
         path, val_probs = None, None
-        if result.history.epochs:  # a run stopped before its first epoch has nothing to keep
-            run = Run.from_result(result, name=name)
+        if run.history.epochs:  # a run stopped before its first epoch has nothing to keep
             path = save_new_run(run, job.runs_dir, name)
             if run.validation[0]:  # the results' predictions, made here rather than in the server
                 val_probs = run.predict_proba(run.validation[0])
-        reporter.send(Ended(result.history.status, result.history.message, path, val_probs))
+        reporter.send(Ended(run.history.status, run.history.message, path, val_probs))
     except InputError as err:
         reporter.send(Failed(str(err)))
     except Exception as err:  # the page shows the message; the server is not affected

@@ -7,6 +7,9 @@ asking, shows each job's progress in the sidebar with a link back to its page, a
 it has ended. Without it a learner who read the Self-attention page for two minutes while a
 run trained came back to a run stopped half-way.
 
+The jobs themselves are kept in the server's registry (:mod:`runner.registry`, for the workspace); the
+session keeps only which of them it follows, by number, one per page that trains.
+
 Light on purpose (Streamlit only at import): the home page imports it before torch is loaded.
 """
 
@@ -17,32 +20,59 @@ from typing import Any
 
 import streamlit as st
 
-KEY = "background_jobs"  # session state: {key: (job, label, url_path of the page that shows it)}
+FOLLOWED = "followed_jobs"  # session state: {a page's job key: the number of the job it follows (runner.registry)}
 
 
-def track(key: str, job: Any, *, label: str, page: str) -> None:
-    """Keep ``job`` (a ``TrainingJob`` or ``JobSequence``) alive from every page; ``page`` is
-    the ``url_path`` of the page that shows it (its link in the sidebar)."""
-    st.session_state.setdefault(KEY, {})[key] = (job, label, page)
+def _registry() -> Any | None:
+    """The server's registry of jobs (:mod:`runner.registry`); None while no page that trains has been
+    opened on this server (no job to find, and nothing of ``runner`` imported)."""
+    registry = sys.modules.get("runner.registry")
+    return None if registry is None else registry.server_registry()
 
 
-def forget(key: str) -> None:
-    st.session_state.get(KEY, {}).pop(key, None)
+def _workspace() -> str:
+    from ui import common  # (torch is loaded already: a page that trains was opened)
+
+    return common.workspace_key()
+
+
+def follow(job_key: str, number: int) -> None:
+    """This session follows the workspace's job ``number`` as its page ``job_key``'s job."""
+    st.session_state.setdefault(FOLLOWED, {})[job_key] = number
+
+
+def unfollow(job_key: str) -> Any | None:
+    """Stop following the page ``job_key``'s job; returns its registry entry (None if none)."""
+    number = st.session_state.get(FOLLOWED, {}).pop(job_key, None)
+    registry = _registry()
+    return None if number is None or registry is None else registry.get(_workspace(), number)
+
+
+def followed() -> dict[str, Any]:
+    """The registry's entries of the jobs this session follows, by their page's job key (one the registry
+    has let go of is let go here too)."""
+    numbers, registry = st.session_state.get(FOLLOWED), _registry()
+    if not numbers or registry is None:
+        return {}
+    workspace, entries = _workspace(), {}
+    for job_key, number in list(numbers.items()):
+        if (entry := registry.get(workspace, number)) is None:
+            del numbers[job_key]
+        else:
+            entries[job_key] = entry
+    return entries
 
 
 def reattach(only: str | None = None) -> None:
-    """Take the workspace's jobs that this session has not got (a reload, another tab) from the
-    server's registry (:mod:`runner.registry`): kept in the session under their page's job key
-    and tracked here, so heartbeats resume. ``only``: that job key alone."""
-    registry = sys.modules.get("runner.registry")
-    if registry is None:  # no page that trains has been opened on this server: no job to find
+    """Follow the workspace's jobs (the latest of each page) that this session does not follow (a reload,
+    another tab), so heartbeats resume. ``only``: that page's job key alone."""
+    registry = _registry()
+    if registry is None:
         return
-    from ui import common  # (torch is loaded already: a page that trains was opened)
-
-    for job_key, entry in registry.server_registry().entries(common.workspace_key()).items():
-        if job_key not in st.session_state and only in (None, job_key):
-            st.session_state[job_key] = entry.job
-            track(job_key, entry.job, label=entry.label, page=entry.page)
+    numbers = st.session_state.setdefault(FOLLOWED, {})
+    for job_key, entry in registry.entries(_workspace()).items():
+        if job_key not in numbers and only in (None, job_key):
+            numbers[job_key] = entry.number
 
 
 def open_new_run(job: Any) -> None:
@@ -69,13 +99,13 @@ def keep_alive(pages: dict[str, Any], current: str) -> None:
         current: the url_path of the page about to run.
     """
     reattach()
-    tracked = st.session_state.get(KEY)
-    if not tracked:
-        return
-    for key, (job, _, page) in list(tracked.items()):
-        open_new_run(job)
-        if page == current and job.done:  # the learner is back where its results are shown
-            del tracked[key]
+    tracked = {}  # the sidebar's: the session's jobs whose page has not shown how they ended
+    for entry in followed().values():
+        open_new_run(entry.job)
+        if entry.page == current and entry.job.done:  # the learner is back where its results are shown
+            _registry().drop(_workspace(), entry.job_key, entry.job)
+        elif not entry.shown:
+            tracked[entry.job_key] = (entry.job, entry.label, entry.page)
     if not tracked:
         return
     from runner.jobs import KEEPALIVE_EVERY  # torch is loaded already: a job exists
@@ -88,7 +118,8 @@ def keep_alive(pages: dict[str, Any], current: str) -> None:
     @st.fragment(run_every=KEEPALIVE_EVERY if alive() else None)
     def status() -> None:
         for job, label, page in tracked.values():
-            state, epoch, epochs, fraction = job.brief()
+            status = job.status()
+            state = status.state
             if job.alive:
                 job.heartbeat()
                 if page == current:  # its view may be scrolled away, or not drawn (no data chosen); the
@@ -96,7 +127,8 @@ def keep_alive(pages: dict[str, Any], current: str) -> None:
                     st.caption(f"{label}: {_doing(state)}.")
                     continue
                 waiting = state.startswith("waiting")  # no epoch yet: its place is on its page
-                st.progress(fraction, text=f"{label}: {'waiting in line' if waiting else f'{state} · epoch {epoch}/{epochs}'}")
+                doing = "waiting in line" if waiting else f"{state} · epoch {status.epoch}/{status.epochs}"
+                st.progress(status.progress, text=f"{label}: {doing}")
                 st.page_link(pages[page], label=f"Watch on {pages[page].title}", icon=":material/monitoring:")
             elif page != current:  # (on its own page, the page shows how it ended)
                 st.caption(f"{label}: {state}.")

@@ -258,14 +258,16 @@ def probability_bars(probabilities: Mapping[str, float], *, predicted: str | Non
     })
 
 
-def _curve_series(epochs: Sequence[EpochRecord], step_losses: Sequence[float]) -> dict[str, tuple[np.ndarray, list]]:
-    """name → (x, y) of each line of :func:`training_curves`, in drawing order."""
+def _curve_series(epochs: Sequence[EpochRecord], step_losses: Sequence[float],
+                  steps: int | None = None) -> dict[str, tuple[np.ndarray, list]]:
+    """name → (x, y) of each line of :func:`training_curves`, in drawing order; ``steps``: the first that many
+    step losses (default: all), of which only the drawn ones are copied."""
     ep = [e.epoch for e in epochs]
     series: dict[str, tuple] = {}
-    if step_losses and ep:
-        n = len(step_losses)
+    n = len(step_losses) if steps is None else min(steps, len(step_losses))
+    if n and ep:
         stride = max(1, n // 2000)  # keep the browser light on 39,000-step seed runs
-        series["step loss"] = (np.linspace(0, ep[-1], n + 1)[1:][::stride], list(step_losses)[::stride])
+        series["step loss"] = (np.linspace(0, ep[-1], n + 1)[1:][::stride], list(step_losses[:n:stride]))
     series["train loss"] = (ep, [e.train_loss for e in epochs])
     if any(e.val_loss is not None for e in epochs):
         series["validation loss"] = (ep, [e.val_loss for e in epochs])
@@ -288,10 +290,12 @@ def _curve_mode(epochs: Sequence[EpochRecord]) -> str:
 
 
 @themed
-def training_curves(epochs: Sequence[EpochRecord], step_losses: Sequence[float] = (), *, title: str = "") -> go.Figure:
-    """Loss (left) and accuracy (right) per epoch, train and validation; step losses faintly behind."""
+def training_curves(epochs: Sequence[EpochRecord], step_losses: Sequence[float] = (), *, title: str = "",
+                    steps: int | None = None) -> go.Figure:
+    """Loss (left) and accuracy (right) per epoch, train and validation; step losses (the first ``steps``)
+    faintly behind."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("loss", "accuracy"))
-    for name, (x, y) in _curve_series(epochs, step_losses).items():
+    for name, (x, y) in _curve_series(epochs, step_losses, steps).items():
         col, line = _CURVE_STYLE[name]
         steps = name == "step loss"
         fig.add_trace(go.Scatter(x=x, y=y, name=name, mode="lines" if steps else _curve_mode(epochs), line=line,
@@ -309,18 +313,20 @@ class LiveTrainingCurves:
     Building the figure costs ~30 ms of the server's time (``make_subplots`` and plotly's
     validation); with four sessions polling 2.5 times a second that kept the server busy.
     This keeps one figure and, while its set of lines stays the same, only replaces their
-    data (~4 ms).
+    data (~4 ms). A training's history is handed as it is, with how many of its step losses to draw
+    (its lists only grow while it trains): only the drawn points are copied.
     """
 
     def __init__(self) -> None:
         self._fig: go.Figure | None = None
         self._shape: tuple | None = None
 
-    def __call__(self, epochs: Sequence[EpochRecord], step_losses: Sequence[float] = ()) -> go.Figure:
-        series = _curve_series(epochs, step_losses)
+    def __call__(self, epochs: Sequence[EpochRecord], step_losses: Sequence[float] = (), *,
+                 steps: int | None = None) -> go.Figure:
+        series = _curve_series(epochs, step_losses, steps)
         shape = (tuple(series), _curve_mode(epochs))
         if self._fig is None or shape != self._shape:
-            self._fig, self._shape = training_curves(epochs, step_losses), shape
+            self._fig, self._shape = training_curves(epochs, step_losses, steps=steps), shape
             return self._fig
         with self._fig.batch_update():
             for trace in self._fig.data:

@@ -14,10 +14,10 @@ from attention_core.post_sgd import PostModelSGDStep
 from attention_core.presets import SEED
 from attention_core.run_folders import run_stamp
 from attention_core.runs import Prediction, save_new_run
-from runner.jobs import JobSequence, TrainingJob
 from ui import figures, live_chart
 from ui.common import ROOT, check_room, embeddings, runs_dir
 from ui.seed_findings import VariantSummary
+from ui.training_page import JobSequence, TrainingJob
 
 SENTENCES = SEED.train.probes  # the post's five evaluate_model sentences
 VARIANTS = {
@@ -65,7 +65,7 @@ def live_view(seq: JobSequence, running: bool) -> None:
     ss = st.session_state
     jobs, queued = seq.jobs, seq.queued
     if seq.waiting:  # its next variant waits for a free slot in the server's queue
-        st.caption(f"Waiting for a free slot: {seq.brief()[0]}; it starts by itself.")
+        st.caption(f"Waiting for a free slot: {seq.status().state}; it starts by itself.")
     for col, (key, title) in zip(st.columns(3, gap="medium"), VARIANTS.items(), strict=True):
         with col:
             st.markdown(f"**{title}**")
@@ -73,13 +73,13 @@ def live_view(seq: JobSequence, running: bool) -> None:
             if job is None:
                 st.caption("waiting for its turn" if key in queued else "not trained yet")
                 continue
-            snap = job.snapshot()
+            snap = job.status()
             st.progress(snap.progress, text=f"{snap.state} · epoch {snap.epoch}/{snap.epochs}")
-            if snap.epoch_records:  # rebuilt only when an epoch was added (this redraws twice a second)
+            if n := snap.epochs_recorded:  # rebuilt only when an epoch was added (this redraws twice a second)
                 cached = ss.get(f"seedexp_live_{key}")
-                if cached is None or cached[0] != (id(job), len(snap.epoch_records)):
-                    fig = figures.loss_curve(snap.epoch_records)
-                    cached = ss[f"seedexp_live_{key}"] = ((id(job), len(snap.epoch_records)), fig.to_json(), fig.layout.height)
+                if cached is None or cached[0] != (id(job), n):
+                    fig = figures.loss_curve(job.history.epochs[:n])
+                    cached = ss[f"seedexp_live_{key}"] = ((id(job), n), fig.to_json(), fig.layout.height)
                 live_chart.live_plotly_chart(cached[1], height=cached[2], key=f"seedexp_live_curve_{key}")  # in place
     done = sum(j.done for j in jobs.values())
     if running and done != ss.get("seedexp_done", 0):  # a variant finished: redraw the page to show its maps

@@ -28,13 +28,10 @@ from attention_core.run_folders import (
     zip_unpacked_size,
 )
 from attention_core.training import KEPT_BY_WORDS, History, TrainConfig, metrics_from_probabilities, patience_stop
-from runner import jobs
-from runner.jobs import JobSnapshot, TrainingJob
-from runner.queue import ordinal
-from ui import background, figures, view_link
+from ui import background, figures, training_page, view_link
 from ui.common import check_room, embeddings, kept, workspace_store
 from ui.live_chart import live_plotly_chart
-from ui.training_page import TrainingPage
+from ui.training_page import JobStatus, TrainingJob, TrainingPage, ordinal
 
 HOME_URL_PATH = "home"  # the url_path app.py's router gives its Home page (tests/ui/test_navigation.py follows it)
 
@@ -100,8 +97,9 @@ def data_report(dataset: TextDataset, preview: pd.DataFrame, max_tokens: int) ->
         st.dataframe(preview.head(50), hide_index=True)
 
 
-def progress(snap: JobSnapshot, key: str = "train") -> None:
-    """The live progress line and curves of a job (redrawn 2.5 times a second).
+def progress(snap: JobStatus, history: History, key: str = "train") -> None:
+    """The live progress line and curves of a job (redrawn 2.5 times a second), from its status and its
+    history (read up to the lengths the status took).
 
     The curves' figure is kept in the session and only its data replaced: building it anew
     cost ~30 ms of the server's time per redraw. The chart is a :func:`live_plotly_chart`,
@@ -109,18 +107,21 @@ def progress(snap: JobSnapshot, key: str = "train") -> None:
     does not build the chart again while it draws the results).
     """
     eta = f" · about {snap.eta_seconds:.0f} s left" if snap.eta_seconds is not None and not snap.done else ""
-    label = (f"{snap.state} · epoch {snap.epoch}/{snap.epochs} · step {snap.step_in_epoch}/{snap.steps_per_epoch} · "
+    step = snap.step
+    in_epoch = f"{step.step_in_epoch}/{step.steps_per_epoch}" if step is not None else "0/0"
+    label = (f"{snap.state} · epoch {snap.epoch}/{snap.epochs} · step {in_epoch} · "
              f"{snap.examples_per_second:,.0f} examples/s{eta}")
     st.progress(snap.progress, text=label)
-    if snap.epoch_records:
+    if snap.epochs_recorded:
         curves = st.session_state.setdefault(f"{key}_live_curves", figures.LiveTrainingCurves())
-        live_plotly_chart(curves(snap.epoch_records, snap.step_losses), key=f"{key}_live_curves_chart")
+        chart = curves(history.epochs[: snap.epochs_recorded], history.step_losses, steps=snap.steps_recorded)
+        live_plotly_chart(chart, key=f"{key}_live_curves_chart")
 
 
-def probe_heatmap(snap: JobSnapshot, model: ModelConfig, key: str = "train") -> None:
+def probe_heatmap(history: History, model: ModelConfig, key: str = "train") -> None:
     """The probe sentence's attention after the latest recorded epoch (rebuilt when that changes): the
     model's last map, its last layer's or its pooling attention's (one row)."""
-    probe = snap.probe
+    probe = history.probes[-1] if history.probes else None
     if not (probe and probe.sentences):
         return
     s = probe.sentence(st.session_state.get(f"{key}_probe_pick")) or probe.sentences[0]
@@ -161,7 +162,7 @@ def interrupted(folder: Path, page: str) -> None:
     """The trainings of ``page`` in the journal of ``folder`` with no job in this server (a restart
     stopped them): each "not finished — start again", with the run saved where it had begun
     training, and Dismiss (which removes the journal entry only)."""
-    live = jobs.live_journal_ids()
+    live = training_page.live_journal_ids()
     for entry in journal_entries(folder):
         if entry.page != page or entry.id in live:
             continue
@@ -198,13 +199,13 @@ def refresh_seconds(running: bool, waiting: bool) -> float | None:
     """Seconds between redraws of the live view: None once the job has ended; slower while it waits."""
     if not running:
         return None
-    return max(WAITING_REFRESH, jobs.live_refresh_seconds()) if waiting else jobs.live_refresh_seconds()
+    return max(WAITING_REFRESH, training_page.live_refresh_seconds()) if waiting else training_page.live_refresh_seconds()
 
 
 SOON_SECONDS = 5.0  # a wait estimate this short is "starting soon": the training ahead is ending (saving its run)
 
 
-def in_line(snap: JobSnapshot) -> str:
+def in_line(snap: JobStatus) -> str:
     """A waiting job's place, in words: "2nd in line, about 40 s", "1st in line, starting soon" (the
     wait is the queue's estimate, which cannot see a run being saved: a few seconds are not a promise)."""
     place = f"{ordinal(snap.place)} in line" if snap.place else "about to start"
@@ -219,29 +220,29 @@ def in_line(snap: JobSnapshot) -> str:
 def live_view(job: TrainingJob, every: float | None, *, waiting: bool = False) -> None:
     """The job's live progress and probe map (``every``: seconds between redraws, None once it has ended);
     its place in line while it waits in the server's queue (``waiting``: as the page was drawn)."""
-    snap = job.snapshot()
+    snap = job.status()
     if snap.state == "waiting":
         st.info(f"Waiting for a free slot: {in_line(snap)}. It starts by itself; you may read other pages meanwhile.",
                 icon=":material/hourglass_top:")
         return
     if waiting and every is not None:  # its turn came (or it was cancelled): draw the page's buttons again
         st.rerun(scope="app")
-    progress(snap)
-    probe_heatmap(snap, job.model_config)  # its chart is redrawn only when a new epoch's probe arrives
+    progress(snap, job.history)
+    probe_heatmap(job.history, job.model_config)  # its chart is redrawn only when a new epoch's probe arrives
     if every is None:
         return
     if snap.done:  # the job just ended: redraw the page once, buttons enabled
         st.rerun(scope="app")
-    if every > jobs.LIVE_REFRESH:
-        st.caption(f"The live view is redrawn every {every:.1f} s while {jobs.active_jobs()} trainings share "
+    if every > training_page.LIVE_REFRESH:
+        st.caption(f"The live view is redrawn every {every:.1f} s while {training_page.active_jobs()} trainings share "
                    "this server (every 0.4 s for up to two).")
-    if jobs.live_refresh_seconds() != every:  # trainings started or ended elsewhere: poll at the new pace
+    if training_page.live_refresh_seconds() != every:  # trainings started or ended elsewhere: poll at the new pace
         st.rerun(scope="app")
 
 
 def finished(job: TrainingJob) -> None:
     """How the job ended, and its run's results (its run opens in every page's model picker)."""
-    snap = job.snapshot()
+    snap = job.status()
     if snap.state in ("diverged", "failed"):
         st.error(f"{snap.message}")
     elif snap.state == "cancelled":
@@ -332,10 +333,10 @@ def results(run: Run, run_path: Path | None, probs: np.ndarray | None = None) ->
                            file_name=f"{run_path.name}.zip", mime="application/zip", key="train_download")
 
 
-def ending(snap: JobSnapshot, train_config: TrainConfig) -> str:
+def ending(snap: JobStatus, train_config: TrainConfig) -> str:
     """How a job that was not an error ended, in a sentence: how many epochs, why (patience, the time
     budget of ``train_config``), and where its run is."""
-    trained, planned = len(snap.epoch_records), snap.epochs
+    trained, planned = snap.epochs_recorded, snap.epochs
     epochs = f"{trained} of {planned} epochs" if trained < planned else f"all {planned} epoch{'s' * (planned != 1)}"
     how = {"stopped": f"Training stopped after {epochs}.",
            "time budget": f"Training reached its time budget of {train_config.time_budget or 0:g} s after {epochs}."}
@@ -497,7 +498,8 @@ def _rename(runs_dir: Path, old: str) -> None:
         return
     st.session_state["train_manage_pick"] = target.name
     st.session_state["train_rename_to"] = ""
-    job = st.session_state.get("train_job")  # the run just trained: its results and download follow it
+    entry = background.followed().get("train_job")  # the run just trained: its results and download follow it
+    job = entry.job if entry is not None else None
     if job is not None and job.done and job.run_path and job.run_path.resolve() == (runs_dir / old).resolve():
         job.run_renamed(target)
     if st.session_state.get("active_run") == old:  # the model picker of every page follows it

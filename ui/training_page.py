@@ -2,34 +2,55 @@
 
     page = training_page(__file__, "📈", job_key="train_job")
     ...
-    page.track(job, label="Training “mine”")       # in the Start button's callback
+    job, note = page.start([(name, spec)], runs_dir=..., label="Training “mine”", dataset="small.csv")
     job = page.job                                   # this session's, else the workspace's (a reload)
     page.live(draw, every=0.4 if running else None)  # heartbeat + the page's live view, redrawn in place
     page.shown(job)                                  # once its results are drawn
 
 The page's title and its address (for the sidebar's "Watch on …" links) are its entry in
 :mod:`ui.navigation`, the list the router (``app.py``) is built from, found by the page's file.
+
+The one ui module that imports :mod:`runner` (``tests/test_layers.py``): pages and their views start,
+watch and describe trainings through it, and it re-exports the few names of ``runner`` they draw with.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
+from attention_core.errors import InputError
+from attention_core.training import TrainerSpec
 from runner import jobs
+from runner.jobs import (  # noqa: F401 — re-exported for the views
+    LIVE_REFRESH,
+    JobSequence,
+    JobStatus,
+    TrainingJob,
+    active_jobs,
+    live_journal_ids,
+    live_refresh_seconds,
+)
+from runner.queue import apply_caps, ordinal, server_queue  # noqa: F401 — ordinal re-exported for the views
 from runner.registry import server_registry
 from ui import background, common, live_chart
 from ui.common import page_setup, still_live_views
 from ui.navigation import page_of
 
 
+class CannotStart(InputError):
+    """Why a Start started nothing, worded for the page to show as it is."""
+
+
 class TrainingPage:
-    """The page's job (a ``TrainingJob`` or ``JobSequence``), kept in the session under ``job_key``
-    and alive from every other page of the app (:mod:`ui.background`) under the same key; also
-    registered for the workspace (:mod:`runner.registry`), so a reload or another tab of the same
-    workspace finds it again."""
+    """The page's job (a ``TrainingJob`` or ``JobSequence``): kept in the server's registry for the
+    workspace under ``job_key`` (:mod:`runner.registry`, the one place a job is kept, so a reload or
+    another tab of the same workspace finds it again); the session follows it by its number, and keeps
+    it alive from every other page of the app (:mod:`ui.background`)."""
 
     def __init__(self, job_key: str, url_path: str) -> None:
         self.job_key, self.url_path = job_key, url_path
@@ -37,20 +58,68 @@ class TrainingPage:
     @property
     def job(self) -> Any | None:
         """This session's job, else the workspace's job of this page (re-attached: kept alive from here on)."""
-        if self.job_key not in st.session_state:
+        job = self.own_job
+        if job is None:
             background.reattach(self.job_key)
-        return st.session_state.get(self.job_key)
+            job = self.own_job
+        return job
 
     @property
     def own_job(self) -> Any | None:
-        """This session's job only (e.g. to ignore a second click on Start)."""
-        return st.session_state.get(self.job_key)
+        """The job this session follows only (e.g. to ignore a second click on Start)."""
+        entry = background.followed().get(self.job_key)
+        return entry.job if entry is not None else None
+
+    def start(self, trainings: Sequence[tuple[str, TrainerSpec]], *, runs_dir: Path, label: str, dataset: str = "",
+              keep: bool = True, titles: Mapping[str, str] | None = None) -> tuple[TrainingJob | JobSequence, str | None]:
+        """Start the page's training: one ``(name, spec)`` is a :class:`TrainingJob` saved as ``name`` (or
+        ``name-2``…) in ``runs_dir``; several are a :class:`JobSequence`, trained one after the other.
+
+        Everything a Start needs, in order: the shared server's caps (a time budget lowered, or a refusal),
+        the workspace's disk room, each spec's check, the server's queue (owned by the workspace), the
+        restart journal, and the page's job: registered for the workspace (a reload finds it) and tracked in
+        the sidebar under ``label``. ``keep``: the runs go to the learner's runs folder (its room is checked,
+        and a single training journaled as trained on ``dataset``); False for a temporary folder.
+
+        Returns the job and the caps' note for the learner (None: nothing lowered); raises
+        :class:`CannotStart` to show as it is ("Cannot start: …", or for one training
+        of several "<its title> cannot start: …", ``titles`` by name); nothing is started then.
+        """
+        try:
+            if keep:
+                common.check_room()  # a workspace at its disk limit says what to delete, before anything is trained
+            capped, notes = [], []
+            for name, spec in trainings:
+                try:
+                    train_config, note = apply_caps(spec.train_config, len(spec.dataset))
+                    spec = dataclasses.replace(spec, train_config=train_config)
+                    spec.check()  # a bad combination (e.g. 3 heads for model dim 64) is a ConfigError with a hint
+                except InputError as err:
+                    if len(trainings) == 1:
+                        raise
+                    raise CannotStart(f"{(titles or {}).get(name, name)} cannot start: {err}") from err
+                capped.append((name, spec))
+                notes.append(note)
+            if len(capped) == 1:
+                name, spec = capped[0]
+                job: TrainingJob | JobSequence = TrainingJob(spec, runs_dir, name)  # the training process builds it
+                job.submit(server_queue(), common.workspace_key(), page=self.url_path if keep else None,
+                           dataset=dataset)  # journaled (keep) until it ends
+            else:
+                job = JobSequence(capped, runs_dir)  # one after the other, each started by the end of the one before
+                job.submit(server_queue(), common.workspace_key())  # one training of the learner in the queue
+        except CannotStart:
+            raise
+        except InputError as err:
+            raise CannotStart(f"Cannot start: {err}") from err
+        self.track(job, label=label)
+        return job, next((n for n in notes if n), None)
 
     def track(self, job: Any, *, label: str) -> None:
-        """Make ``job`` the page's job, kept alive and shown in the sidebar of the other pages."""
-        st.session_state[self.job_key] = job
-        background.track(self.job_key, job, label=label, page=self.url_path)
-        server_registry().register(common.workspace_key(), self.job_key, job, label=label, page=self.url_path)
+        """Make ``job`` the page's job, registered for the workspace and followed by this session (kept
+        alive and shown in the sidebar of the other pages)."""
+        number = server_registry().register(common.workspace_key(), self.job_key, job, label=label, page=self.url_path)
+        background.follow(self.job_key, number)
 
     def shown(self, job: Any) -> None:
         """The page has shown how ``job`` ended: a reload from now on starts afresh (its run is on disk)."""
@@ -58,11 +127,11 @@ class TrainingPage:
 
     def forget(self) -> Any | None:
         """Drop the page's job (a finished run stays saved on disk); returns it (None if none)."""
-        background.forget(self.job_key)
-        job = st.session_state.pop(self.job_key, None)
-        if job is not None:
-            self.shown(job)
-        return job
+        entry = background.unfollow(self.job_key)
+        if entry is None:
+            return None
+        self.shown(entry.job)
+        return entry.job
 
     def live(self, draw: Callable[[Any], None], *, every: float | None) -> None:
         """A fragment redrawn every ``every`` seconds (None: once, with the page): a heartbeat for

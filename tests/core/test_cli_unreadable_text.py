@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core import load_embeddings
+from tests.helpers.apptest import page_job
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 90
@@ -131,7 +132,7 @@ def test_train_page_start_refuses_text_the_presets_vocabulary_cannot_read(runs_d
     assert [e.value for e in at.error if e.value.startswith("Cannot start")] == [
         f"Cannot start: column 'review' {REFUSED} (0.0% of its text; its values are like '{rare[0]} {rare[1]}', "
         f"'{rare[2]} {rare[3]}') — {HINT}"]
-    assert "train_job" not in at.session_state  # no training process was asked to start
+    assert page_job(at) is None  # no training process was asked to start
     assert not runs_dir.exists() or not any(runs_dir.iterdir())
 
 

@@ -366,7 +366,7 @@ def explained_run() -> Run:
     cfg = ModelConfig(n_layers=2, n_heads=2, d_model=16, d_ff=32)
     train = TrainConfig(epochs=2, batch_size=4, val_fraction=0.0)
     result = Trainer(cfg, train, dataset_from_lists(TEXTS, LABELS), load_embeddings()).run()
-    return Run.from_result(result)
+    return result
 
 
 @pytest.mark.parametrize("method", ["grad_x_input", "integrated_gradients", "grad_norm"])
@@ -434,7 +434,7 @@ def test_explain_leaves_the_model_untouched(explained_run: Run) -> None:
 def test_explain_seed_like_run_shows_position_index() -> None:
     cfg = replace(SEED.model, n_classes=2)
     train = TrainConfig(epochs=1, batch_size=4, val_fraction=0.0)
-    seed_run = Run.from_result(Trainer(cfg, train, dataset_from_lists(TEXTS, LABELS), load_embeddings()).run())
+    seed_run = Trainer(cfg, train, dataset_from_lists(TEXTS, LABELS), load_embeddings()).run()
     ex = explain(seed_run, "a great movie")
     assert ex.input_features.shape == (3, 51)
     assert ex.input_features[:, -1].tolist() == [0.0, 1.0, 2.0]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention_core import ModelConfig, Run, TrainConfig, Trainer, load_run, save_run
+from attention_core import ModelConfig, TrainConfig, Trainer, load_run, save_run
 from attention_core.data import dataset_from_lists
 from attention_core.encoding import TextEncoder
 from attention_core.explain import token_saliency
@@ -120,12 +120,12 @@ def _shouting_data():
 def test_a_model_with_casing_learns_a_label_only_capitals_tell_and_every_path_reads_them(emb, tmp_path) -> None:
     cfg = replace(SMALL, dropout=0.0)
     train = TrainConfig(epochs=12, batch_size=8, lr=1e-2, val_fraction=0.2, seed=0)
-    run = Run.from_result(Trainer(cfg, train, _shouting_data(), emb).run(), name="casing")
+    run = Trainer(cfg, train, _shouting_data(), emb).run(name="casing")
     unseen = ["WARM BREAD", "warm bread", "Quiet Street", "QUIET STREET"]
     assert [run.predict(t).label for t in unseen if t.isupper()] == ["shout", "shout"]
     assert run.predict("warm bread").label == "calm"
     # the same words without capitals read the same as the model without casing would: only case differs
-    blind = Run.from_result(Trainer(replace(cfg, casing=False), train, _shouting_data(), emb).run(), name="blind")
+    blind = Trainer(replace(cfg, casing=False), train, _shouting_data(), emb).run(name="blind")
     assert blind.predict("WARM BREAD").probabilities == blind.predict("warm bread").probabilities
 
     many = predict_probabilities(run.model, run.encoder, unseen)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention_core import ModelConfig, Run, TrainConfig, Trainer, load_run, save_run
+from attention_core import ModelConfig, TrainConfig, Trainer, load_run, save_run
 from attention_core.errors import ConfigError
 from attention_core.model import AttentionClassifier, LocalConv
 from attention_core.presets import preset
@@ -104,8 +104,7 @@ def test_same_seed_same_run_with_the_convolution(ds, emb) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_run_with_the_convolution_saves_and_loads(ds, emb, tmp_path, kind) -> None:
     cfg = replace(CONV, local_conv=5, local_conv_kind=kind)
-    run = Run.from_result(Trainer(cfg, TrainConfig(epochs=2, batch_size=4, val_fraction=0.25), ds, emb).run(),
-                          name="conv")
+    run = Trainer(cfg, TrainConfig(epochs=2, batch_size=4, val_fraction=0.25), ds, emb).run(name="conv")
     save_run(run, tmp_path / "r")
     loaded = load_run(tmp_path / "r")
     assert loaded.model_config == run.model_config

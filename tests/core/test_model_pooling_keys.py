@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention_core import ModelConfig, Run, TrainConfig, Trainer, load_run, save_run
+from attention_core import ModelConfig, TrainConfig, Trainer, load_run, save_run
 from attention_core.errors import ConfigError
 from attention_core.model import AttentionClassifier
 from attention_core.presets import preset
@@ -76,7 +76,7 @@ def test_training_is_deterministic_and_a_run_saves_and_loads(emb, ds, tmp_path) 
     train = TrainConfig(epochs=2, batch_size=4, val_fraction=0.25, seed=1)
     a, b = (Trainer(cfg, train, ds, emb).run() for _ in range(2))
     assert [e.train_loss for e in a.history.epochs] == [e.train_loss for e in b.history.epochs]
-    run = Run.from_result(a, name="keys")
+    run = replace(a, name="keys")
     save_run(run, tmp_path / "r")
     loaded = load_run(tmp_path / "r")
     assert loaded.model_config.pooling_keys == "input"

@@ -31,8 +31,7 @@ from tests.helpers.tiny_data import LABELS, TEXTS, vectors_file
 def run() -> Run:
     ds = dataset_from_lists(TEXTS, LABELS)
     cfg = ModelConfig(n_layers=2, n_heads=2, d_model=16, d_ff=32, positional="learned")
-    result = Trainer(cfg, TrainConfig(epochs=3, batch_size=4, val_fraction=0.25), ds, load_embeddings()).run()
-    return Run.from_result(result, name="tiny")
+    return Trainer(cfg, TrainConfig(epochs=3, batch_size=4, val_fraction=0.25), ds, load_embeddings()).run(name="tiny")
 
 
 def test_save_load_gives_identical_predictions(run, tmp_path):
@@ -164,10 +163,10 @@ def test_a_run_keeps_weight_snapshots_for_any_sentences_time_lapse(tmp_path):
 
     cfg = ModelConfig(n_layers=2, n_heads=2, d_model=16, d_ff=32)
     train = TrainConfig(epochs=5, batch_size=4, val_fraction=0.0, snapshots=3, lr=0.01)  # no validation: keeps the last
-    result = Trainer(cfg, train, dataset_from_lists(TEXTS, LABELS), load_embeddings()).run()
+    result = Trainer(cfg, train, dataset_from_lists(TEXTS, LABELS), load_embeddings()).run(name="lapse")
     assert sorted(result.snapshots) == sorted(snapshot_epochs(5, 3)) == [0, 2, 5]
     assert all(t.dtype == torch.float16 for w in result.snapshots.values() for t in w.values())
-    saved = load_run(save_run(Run.from_result(result, name="lapse"), tmp_path / "lapse"))
+    saved = load_run(save_run(result, tmp_path / "lapse"))
     assert sorted(saved.snapshots) == [0, 2, 5]
     steps = saved.forward_over_training("a really great movie")
     assert [e for e, _ in steps] == [0, 2, 5]
@@ -200,7 +199,7 @@ def test_damaged_snapshots_are_refused_and_a_run_without_them_loads(run, tmp_pat
     none = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32),
                    TrainConfig(epochs=1, batch_size=4, snapshots=0), dataset_from_lists(TEXTS, LABELS),
                    load_embeddings()).run()
-    assert not (save_run(Run.from_result(none), tmp_path / "none") / "snapshots.safetensors").exists()
+    assert not (save_run(none, tmp_path / "none") / "snapshots.safetensors").exists()
 
 
 def test_the_kept_best_epoch_is_among_the_snapshots():
@@ -209,7 +208,7 @@ def test_the_kept_best_epoch_is_among_the_snapshots():
                             LABELS + ["neg", "pos", "neg", "neg"])
     cfg = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32)
     train = TrainConfig(epochs=12, batch_size=2, val_fraction=0.25, lr=0.05, snapshots=2)  # planned: epochs 0 and 12
-    run = Run.from_result(Trainer(cfg, train, ds, load_embeddings()).run())
+    run = Trainer(cfg, train, ds, load_embeddings()).run()
     best = run.history.kept_epoch
     assert best not in (0, 12)  # the case this is about: a kept epoch that was not planned
     assert sorted(run.snapshots) == sorted({0, best, 12})
@@ -227,8 +226,8 @@ def test_a_run_whose_vectors_file_moved_is_pointed_at_its_new_place(tmp_path):
     first = vectors_file(tmp_path / "v8.txt", 8)
     emb = load_embeddings(EmbeddingSource("file", str(first)))
     result = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=8, d_ff=16), TrainConfig(epochs=2, batch_size=4),
-                     dataset_from_lists(TEXTS, LABELS), emb).run()
-    save_run(Run.from_result(result, name="mine"), tmp_path / "mine")
+                     dataset_from_lists(TEXTS, LABELS), emb).run(name="mine")
+    save_run(result, tmp_path / "mine")
     before = load_run(tmp_path / "mine").predict("i love it").probabilities
     moved = tmp_path / "elsewhere" / "v8.txt"
     moved.parent.mkdir()

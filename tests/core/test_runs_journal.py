@@ -25,7 +25,7 @@ from attention_core.run_folders import (
 from attention_core.workspaces import WorkspaceStore
 from runner.jobs import TrainingJob, live_journal_ids
 from runner.queue import QueueLimitError, TrainingQueue
-from tests.helpers.apptest import start_small_training
+from tests.helpers.apptest import page_job, start_small_training
 from tests.helpers.jobs import tiny_spec, wait_for_epochs
 
 TIMEOUT = 90
@@ -203,15 +203,15 @@ def test_a_training_of_this_server_is_no_note_and_leaves_no_entry_once_stopped_o
     at = AppTest.from_file(str(ROOT / "pages" / "1_Train.py"), default_timeout=TIMEOUT).run()
     start_small_training(at, 5000, "long")
     assert [e.run_name for e in journal_entries(runs_dir)] == ["long"] and not notes(at)  # live here: not interrupted
-    wait_for_epochs(at.session_state["train_job"], 1)
+    wait_for_epochs(page_job(at), 1)
     at.button(key="train_stop").click().run()
-    at.session_state["train_job"].join(120)
+    page_job(at).join(120)
     at.button(key="train_reset").click().run()
     assert journal_entries(runs_dir) == [] and not notes(at)
     start_small_training(at, 2, "normal")
-    at.session_state["train_job"].join(120)
+    page_job(at).join(120)
     at.run()
-    assert at.session_state["train_job"].state == "finished"
+    assert page_job(at).state == "finished"
     assert journal_entries(runs_dir) == [] and not notes(at)
     assert sorted(p.name for p in list_runs(runs_dir)) == ["long", "normal"]
 

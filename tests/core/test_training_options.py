@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, load_run, save_run
+from attention_core import ModelConfig, TrainConfig, Trainer, dataset_from_lists, load_run, save_run
 from attention_core.errors import ConfigError
 from attention_core.metrics import classification_metrics
 from attention_core.model import AttentionClassifier
@@ -177,7 +177,7 @@ def test_same_seed_same_history_with_every_new_option(ds, emb):
 
 def test_a_run_with_the_new_options_saves_and_loads(ds, emb, tmp_path):
     tc = TrainConfig(epochs=3, batch_size=4, val_fraction=0.25, **NEW_TRAINING)
-    run = Run.from_result(Trainer(NEW_OPTIONS, tc, ds, emb).run(), name="new-options")
+    run = Trainer(NEW_OPTIONS, tc, ds, emb).run(name="new-options")
     save_run(run, tmp_path / "r")
     loaded = load_run(tmp_path / "r")
     assert loaded.model_config == run.model_config and loaded.train_config == run.train_config

@@ -74,3 +74,28 @@ def follow(at: AppTest, page_hash: str) -> AppTest:
     at.run()
     at._page_hash = ""  # later runs stay on the page the run ended on, as in the browser
     return at
+
+
+def followed(at: AppTest) -> dict:
+    """The jobs a session follows, by their page's job key: their entries in the server's registry
+    (runner.registry, where a page's job is kept; the session keeps their numbers)."""
+    from runner.registry import server_registry
+
+    numbers = at.session_state.get("followed_jobs", {})
+    by_number = {n: e for (_, n), e in server_registry()._entries.items()}
+    return {key: by_number[n] for key, n in numbers.items() if n in by_number}
+
+
+def page_job(at: AppTest, job_key: str = "train_job"):
+    """The job a session's page follows (``job_key``: the page's), or None."""
+    entry = followed(at).get(job_key)
+    return entry.job if entry is not None else None
+
+
+def track_jobs(at: AppTest, jobs: dict) -> None:
+    """Register ``jobs`` (page job key → (job, label, url_path of its page)) for the local workspace, and
+    make the session follow them, as a page that started them does."""
+    from runner.registry import server_registry
+
+    at.session_state["followed_jobs"] = {key: server_registry().register("local", key, job, label=label, page=page)
+                                         for key, (job, label, page) in jobs.items()}

@@ -17,6 +17,6 @@ def tiny_spec(epochs: int, texts: list[str] = TEXTS) -> TrainerSpec:
 
 
 def wait_for_epochs(job: TrainingJob, n: int) -> None:
-    while len(job.snapshot().epoch_records) < n:
+    while job.status().epochs_recorded < n:
         job.heartbeat()
         job.join(0.05)

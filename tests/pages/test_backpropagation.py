@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from attention_core import EmbeddingSource, Run, Trainer, load_dataset, load_embeddings, preset
 from attention_core.backprop import gradient_report, post_code_comparison, post_forward, post_inputs, post_params_float64
 from attention_core.errors import EmbeddingError, RunError
-from tests.helpers.apptest import array
+from tests.helpers.apptest import array, page_job
 from tests.helpers.apptest import chart as figure
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ def emb_10k():
 def seed_run(emb_10k) -> Run:
     """The seed preset after a few epochs on the post's small.csv (the page's model, shorter)."""
     data = load_dataset((ROOT / "data" / "small.csv").read_bytes(), name="small.csv", is_known=emb_10k.__contains__)
-    return Run.from_result(Trainer(*preset("seed", epochs=20), data, emb_10k).run())
+    return Trainer(*preset("seed", epochs=20), data, emb_10k).run()
 
 
 def sharp_params(seed: int, d: int = 51, c: int = 3, size: float = 0.3) -> dict[str, torch.Tensor]:
@@ -205,14 +205,14 @@ def test_seed_experiment_trains_three_variants_and_shows_the_five_sentences(runs
     at.number_input(key="seedexp_default_epochs").set_value(3)
     at.button(key="seedexp_train").click().run()
     assert not at.exception
-    seq = at.session_state["seedexp_seq"]
+    seq = page_job(at, "seedexp_seq")
     assert list(seq.jobs) == ["frozen"] and seq.queued == ["head", "default"]  # one after the other
     # Each variant is started by the end of the one before, in the server: the page need not be open.
     assert seq.join(300)
     at.run()
     assert not at.exception
     jobs = seq.jobs
-    assert list(jobs) == ["frozen", "head", "default"] and all(j.snapshot().state == "finished" for j in jobs.values())
+    assert list(jobs) == ["frozen", "head", "default"] and all(j.status().state == "finished" for j in jobs.values())
     assert [len(j.run.history.epochs) for j in jobs.values()] == [15, 15, 3]
     assert not jobs["frozen"].run.model.head.weight.requires_grad and jobs["head"].run.model.head.weight.requires_grad
     maps = [c for c in at.get("plotly_chart") if "-seedexp_map_" in c.proto.id]

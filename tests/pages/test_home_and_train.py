@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core import load_embeddings, load_run
-from tests.helpers.apptest import live_chart
+from tests.helpers.apptest import live_chart, page_job
 
 TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,7 +119,7 @@ def test_tiny_training_flow_completes_and_saves_a_run(runs_dir):
     at.text_input(key="train_default_c_name_small.csv").set_value("tiny run")
     at.button[0].click().run()  # the form's Start button
     assert not at.exception
-    job = at.session_state["train_job"]
+    job = page_job(at)
     job.join(120)
     assert job.done and job.state == "finished"
     at.run()
@@ -167,7 +167,7 @@ def test_train_on_your_own_word_vectors_file_with_clear_errors_for_a_bad_one(run
     at.text_input(key="train_default_c_name_small.csv").set_value("own vectors")
     at.button[0].click().run()
     assert not at.exception
-    job = at.session_state["train_job"]
+    job = page_job(at)
     job.join(120)
     assert job.state == "finished", job.message
     saved = load_run(runs_dir / "own-vectors")  # opened again through the path it remembers
@@ -177,15 +177,15 @@ def test_train_on_your_own_word_vectors_file_with_clear_errors_for_a_bad_one(run
 
 
 def test_a_run_whose_vectors_file_moved_asks_where_it_is_now(runs_dir, tmp_path):
-    from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, save_run
+    from attention_core import ModelConfig, TrainConfig, Trainer, dataset_from_lists, save_run
     from attention_core import embeddings as E
     from tests.helpers.tiny_data import LABELS, TEXTS, vectors_file
 
     first = vectors_file(tmp_path / "v8.txt", 8)
     emb = E.load_embeddings(E.EmbeddingSource("file", str(first)))
     result = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=8, d_ff=16), TrainConfig(epochs=2, batch_size=4),
-                     dataset_from_lists(TEXTS, LABELS), emb).run()
-    save_run(Run.from_result(result, name="mine"), runs_dir / "mine")
+                     dataset_from_lists(TEXTS, LABELS), emb).run(name="mine")
+    save_run(result, runs_dir / "mine")
     moved = tmp_path / "moved-v8.txt"
     first.rename(moved)
     E._load_cached.cache_clear()  # the server was restarted since: the file is not in memory
@@ -216,7 +216,7 @@ def test_a_diverging_run_stops_with_advice_and_the_same_name_never_overwrites(ru
     at.toggle(key="train_default_c_block").set_value(False)
     at.text_input(key="train_default_c_name_small.csv").set_value("hot")
     at.button[0].click().run()
-    job = at.session_state["train_job"]
+    job = page_job(at)
     job.join(120)
     at.run()
     assert not at.exception
@@ -225,7 +225,7 @@ def test_a_diverging_run_stops_with_advice_and_the_same_name_never_overwrites(ru
     # Train again under the same name: the first run is kept, the second gets a new folder.
     at.button(key="train_reset").click().run()
     at.button[0].click().run()
-    at.session_state["train_job"].join(120)
+    page_job(at).join(120)
     at.run()
     saved = sorted(p.name for p in runs_dir.iterdir() if not p.name.startswith("."))
     assert saved[:1] == ["hot"] and (len(saved) == 1 or saved[1] == "hot-2")
@@ -237,7 +237,7 @@ def test_an_impossible_setting_is_a_clear_error_not_a_crash():
     at.number_input(key="train_default_c_heads").set_value(3)
     at.button[0].click().run()
     assert not at.exception
-    assert "divisible" in at.error[0].value and "train_job" not in at.session_state
+    assert "divisible" in at.error[0].value and page_job(at) is None
 
 
 def test_choices_survive_a_visit_to_another_page(monkeypatch, runs_dir):
@@ -256,7 +256,7 @@ def test_choices_survive_a_visit_to_another_page(monkeypatch, runs_dir):
     at.selectbox(key="train_default_c_pos").set_value("learned")
     at.text_input(key="train_default_c_name_small.csv").input("mine")
     at.button[0].click().run()  # Start: the form's values are the learner's from now on
-    at.session_state["train_job"].join(120)
+    page_job(at).join(120)
     at.switch_page("pages/2_Inspect.py").run()
     at.text_input(key="inspect_text").input("a truly great film").run()
     at.selectbox(key="inspect_layer").set_value(0)

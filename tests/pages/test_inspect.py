@@ -215,8 +215,8 @@ def test_seed_like_run_shows_the_position_index_feature(runs_dir: Path) -> None:
     labels = ["pos", "pos", "pos", "neg", "neg", "neg"] * 2
     cfg = replace(SEED.model, n_classes=2)
     train = TrainConfig(epochs=1, batch_size=4, val_fraction=0.0, probes=("a great movie",))
-    result = Trainer(cfg, train, dataset_from_lists(texts, labels), load_embeddings()).run()
-    save_run(Run.from_result(result, name="seedling"), runs_dir / "seedling")
+    result = Trainer(cfg, train, dataset_from_lists(texts, labels), load_embeddings()).run(name="seedling")
+    save_run(result, runs_dir / "seedling")
 
     at = page()
     at.selectbox(key="inspect_layer").set_value(1)  # the bundled model has 2 layers, the seed 1
@@ -240,7 +240,7 @@ def test_a_run_saved_again_under_the_same_name_is_explained_again(runs_dir: Path
 
     def trained(seed: int) -> Run:
         train = TrainConfig(epochs=2, batch_size=4, val_fraction=0.0, seed=seed)
-        return Run.from_result(Trainer(cfg, train, dataset_from_lists(texts, labels), vectors).run(), name="mine")
+        return Trainer(cfg, train, dataset_from_lists(texts, labels), vectors).run(name="mine")
 
     save_run(trained(0), runs_dir / "mine")
     at = page()

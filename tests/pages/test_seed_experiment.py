@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from attention_core import Run, load_dataset, load_run
 from attention_core.presets import SEED
 from runner.jobs import JobSequence
-from tests.helpers.apptest import chart
+from tests.helpers.apptest import chart, page_job
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = str(ROOT / "pages" / "6_Seed_experiment.py")
@@ -30,7 +30,7 @@ def trained(seed_epochs: int, default_epochs: int) -> tuple[AppTest, JobSequence
     at.number_input(key="seedexp_epochs").set_value(seed_epochs)
     at.number_input(key="seedexp_default_epochs").set_value(default_epochs)
     at.button(key="seedexp_train").click().run()
-    seq = at.session_state["seedexp_seq"]
+    seq = page_job(at, "seedexp_seq")
     assert seq.join(300)
     at.run()
     assert not at.exception

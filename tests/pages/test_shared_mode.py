@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core.workspaces import WorkspaceStore, is_token
+from tests.helpers.apptest import page_job
 
 TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,17 +102,17 @@ def test_a_published_run_shows_for_others_read_only_with_the_authors_label(root)
 
 def test_a_published_run_whose_vectors_moved_cannot_be_relinked_by_a_learner(root, tmp_path):
     """Read-only means the word-vector path too: the relink box would rewrite the shared copy."""
-    from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, save_run
+    from attention_core import ModelConfig, TrainConfig, Trainer, dataset_from_lists, save_run
     from attention_core import embeddings as E
     from tests.helpers.tiny_data import LABELS, TEXTS, vectors_file
 
     first = vectors_file(tmp_path / "v8.txt", 8)
     emb = E.load_embeddings(E.EmbeddingSource("file", str(first)))
     result = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=8, d_ff=16), TrainConfig(epochs=1, batch_size=4),
-                     dataset_from_lists(TEXTS, LABELS), emb).run()
+                     dataset_from_lists(TEXTS, LABELS), emb).run(name="vectors")
     teacher = visit(teacher=TEACHER)
     workspace, _ = WorkspaceStore(root, shared=True).for_token(token_of(teacher))
-    save_run(Run.from_result(result, name="vectors"), workspace.runs_dir / "vectors")
+    save_run(result, workspace.runs_dir / "vectors")
     teacher.run().button(key="workspace_publish").click().run()
     first.rename(tmp_path / "moved.txt")
     E._load_cached.cache_clear()  # the server was restarted since: the file is not in memory
@@ -178,7 +179,7 @@ def test_a_workspace_at_its_disk_limit_says_what_to_delete_and_loses_nothing(roo
     a.switch_page("pages/1_Train.py").run()
     a.button[0].click().run()  # the form's Start
     assert not a.exception, a.exception
-    assert "train_job" not in a.session_state
+    assert page_job(a) is None
     message = next(e.value for e in a.error if e.value.startswith("Cannot start"))
     assert "limit" in message and "'big'" in message
     assert sorted(p.name for p in workspace.iterdir()) == before  # nothing trained, nothing saved

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, save_run
 from attention_core.run_folders import list_runs, run_to_zip
-from tests.helpers.apptest import fill_small_training, start_small_training
+from tests.helpers.apptest import fill_small_training, page_job, start_small_training
 from ui.train_views import wilson_interval
 
 TIMEOUT = 90
@@ -72,8 +72,8 @@ def tiny_run(path: Path, *, val_fraction: float, epochs: int = 3, planned: int |
     texts = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"] * 4
     labels = ["pos", "pos", "pos", "neg", "neg", "neg"] * 4
     result = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32), TrainConfig(
-        epochs=epochs, batch_size=4, val_fraction=val_fraction), dataset_from_lists(texts, labels), load_embeddings()).run()
-    run = Run.from_result(result, name=path.name)
+        epochs=epochs, batch_size=4, val_fraction=val_fraction), dataset_from_lists(texts, labels), load_embeddings()).run(name=path.name)
+    run = result
     save_run(run, path)
     if planned:
         cfg = json.loads((path / "config.json").read_text())
@@ -167,14 +167,14 @@ def test_under_a_preset_every_advanced_setting_but_the_validation_share_shows_th
 def test_a_training_stopped_midway_reads_well_and_its_bar_stays_where_it_stopped(runs_dir):
     at = train_page()
     start_small_training(at, 5000, "stopped midway")
-    job = at.session_state["train_job"]
-    while len(job.snapshot().epoch_records) < 3:
+    job = page_job(at)
+    while job.status().epochs_recorded < 3:
         job.join(0.05)
     at.button(key="train_stop").click().run()
     job.join(120)
     at.run()
     assert not at.exception
-    trained = len(job.snapshot().epoch_records)
+    trained = job.status().epochs_recorded
     assert [s.value for s in at.success] == [f"Training stopped after {trained} of 5000 epochs. Saved as run "
                                              "`stopped-midway`."]  # was: "Training stopped. stopped by the user …"
     bar = at.get("progress")[0].proto
@@ -201,7 +201,7 @@ def test_after_training_the_model_picker_opens_the_new_run_once(runs_dir):
     assert at.selectbox(key="home_run").value == "older"
     at.switch_page("pages/1_Train.py").run()
     start_small_training(at, 2, "fresh")
-    at.session_state["train_job"].join(120)
+    page_job(at).join(120)
     at.run()
     at.switch_page("app.py").run()
     assert not at.exception
@@ -310,21 +310,21 @@ def learner(owner: str) -> AppTest:
 def test_with_one_slot_a_second_start_waits_in_line_then_trains_and_a_third_can_cancel(runs_dir, one_slot_per_owner):
     first = learner("a")
     start_small_training(first, 5000, "first")
-    running = first.session_state["train_job"]
+    running = page_job(first)
     second, third = learner("b"), learner("c")
     start_small_training(second, 2, "second")
     start_small_training(third, 2, "third")
-    waiting = second.session_state["train_job"]
+    waiting = page_job(second)
     assert waiting.state == "waiting" and running.state in ("starting", "running")
     assert second.info[0].value.startswith("Waiting for a free slot: 1st in line")
     assert third.info[0].value.startswith("Waiting for a free slot: 2nd in line")
     assert third.button(key="train_stop").label == "Cancel" and third.button(key="train_pause").disabled
     third.button(key="train_stop").click().run()  # cancel: it never starts, nothing is saved
-    assert not third.exception and third.session_state["train_job"].state == "cancelled"
+    assert not third.exception and page_job(third).state == "cancelled"
     assert third.info[0].value == "Training cancelled before it started — nothing was trained or saved."
     second.run()
     assert second.info[0].value.startswith("Waiting for a free slot: 1st in line")
-    while not running.snapshot().epoch_records:  # (a run stopped before its first epoch has nothing to save)
+    while not running.status().epochs_recorded:  # (a run stopped before its first epoch has nothing to save)
         running.join(0.05)
     first.button(key="train_stop").click().run()  # the running one stops: the slot goes to the next in line
     waiting.join(120)
@@ -343,14 +343,14 @@ def test_a_learner_with_a_training_running_and_one_waiting_cannot_start_a_third(
     for at in tabs:  # (a tab drawn after a Start would show that training instead: ui.training_page)
         at.button[0].click().run()
         assert not at.exception
-    one, two = (at.session_state["train_job"] for at in tabs[:2])
+    one, two = (page_job(at) for at in tabs[:2])
     assert one is not two and [one.state, two.state] == ["waiting", "waiting"]
     assert tabs[2].error[0].value.startswith("Cannot start: you already have 2 waiting")
-    assert tabs[2].session_state["train_job"] is two  # refused, it shows the workspace's latest training
+    assert page_job(tabs[2]) is two  # refused, it shows the workspace's latest training
     for at in (other, *tabs[:2]):
         at.button(key="train_stop").click().run()
     for at in (other, *tabs[:2]):  # "other" may end before "two" is cancelled: "two" then starts, and stops
-        at.session_state["train_job"].join(60)
+        page_job(at).join(60)
     assert one_slot_per_owner.running == [] and one_slot_per_owner.waiting == []
 
 
@@ -358,12 +358,12 @@ def test_caps_of_a_shared_server_are_said_before_the_training_starts(runs_dir, m
     monkeypatch.setenv("ATTENTION_PLAYGROUND_MAX_WORK", "1000")
     at = train_page()
     start_small_training(at, 100, "too big")
-    assert "train_job" not in at.session_state
+    assert page_job(at) is None
     assert at.error[0].value.startswith("Cannot start: 39 rows × 100 epochs = 3,900 is more work than this server "
                                         "allows for one training (1,000) — train at most 25 epochs on these rows")
     monkeypatch.setenv("ATTENTION_PLAYGROUND_MAX_SECONDS", "600")
     start_small_training(at, 2, "budget")
-    job = at.session_state["train_job"]
+    job = page_job(at)
     assert job.train_config.time_budget == 600
     assert any("stops a training after 600 s" in i.value for i in at.info)
     job.join(120)
@@ -379,7 +379,7 @@ def test_custom_reads_capitals_as_the_default_does_unless_unchecked(runs_dir):
     at.selectbox(key="train_default_c_keys").set_value("output")
     at.button[0].click().run()
     assert not at.exception
-    job = at.session_state["train_job"]
+    job = page_job(at)
     job.join(120)
     assert job.model_config.casing is False and job.model_config.pooling_keys == "output"
 
@@ -390,6 +390,6 @@ def test_custom_mean_pooling_has_no_pooling_keys_to_compare(runs_dir):
     at.selectbox(key="train_default_c_pool").set_value("mean")
     at.button[0].click().run()
     assert not at.exception and not at.error  # "input" keys belong to attention pooling: not passed on
-    job = at.session_state["train_job"]
+    job = page_job(at)
     job.join(120)
     assert (job.model_config.pooling, job.model_config.pooling_keys) == ("mean", "output")

@@ -44,6 +44,18 @@ def test_the_check_sees_imports_inside_functions(tmp_path):
     assert imported(sample) == {"streamlit", "plotly"}
 
 
+# Pages and their views start, watch and describe trainings through one ui module; ui.background keeps
+# trainings alive from every page with a lazy import (the home page loads it before torch).
+RUNNER_IN_UI = {"ui/training_page.py", "ui/background.py"}
+
+
+def test_pages_and_views_reach_the_trainings_through_one_ui_module():
+    files = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "ui").rglob("*.py"))]
+    assert len(files) > 3
+    wrong = [str(f.relative_to(ROOT)) for f in files if "runner" in imported(f)]
+    assert sorted(set(wrong) - RUNNER_IN_UI) == []
+
+
 # Modules whose import on the home page's first run would hold its first heatmap back: torch and the
 # model code (~1–2 s to import here), and what only a trained model needs.
 HEAVY = ("torch", "gensim", "safetensors", "attention_core.model", "attention_core.training", "attention_core.runs")

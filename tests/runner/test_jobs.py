@@ -13,6 +13,7 @@ import pytest
 
 from attention_core import ModelConfig, TrainConfig, Trainer, dataset_from_lists, load_embeddings, load_run
 from attention_core.errors import ConfigError
+from attention_core.history import StepEvent
 from attention_core.training import TrainerSpec
 from runner import jobs
 from runner.jobs import TrainingJob
@@ -37,12 +38,12 @@ def test_job_trains_in_its_own_process_and_saves_its_run(tmp_path, built):
     job.start()
     job.join(60)
     assert job.n_train_rows == 6
-    snap = job.snapshot()
+    snap, h = job.status(), job.history
     assert snap.done and snap.state == "finished" and snap.progress == 1.0
-    assert [r.epoch for r in snap.epoch_records] == [1, 2, 3]
+    assert [r.epoch for r in h.epochs] == [1, 2, 3] and snap.epochs_recorded == 3
     assert snap.run_path == tmp_path / "job"
-    assert len(snap.step_losses) == 3 * 3  # every step's loss reached the page (6 rows, batches of 2)
-    assert snap.probe is not None and snap.probe.epoch == 3
+    assert len(h.step_losses) == snap.steps_recorded == 3 * 3  # every step's loss reached the page (6 rows, batches of 2)
+    assert h.probes and h.probes[-1].epoch == 3
     assert job.run is not None and [e.epoch for e in job.run.history.epochs] == [1, 2, 3]
     assert load_run(snap.run_path).predict("a great movie").label in ("pos", "neg")
 
@@ -78,7 +79,7 @@ def test_orphaned_job_stops_itself_and_keeps_what_it_learned(tmp_path):
     job.start()
     job.join(60)
     assert job.done and job.state == "stopped"
-    assert len(job.snapshot().epoch_records) < 100_000
+    assert job.status().epochs_recorded < 100_000
     # Stopped mid-first-epoch: nothing complete to keep, so nothing half-written either.
     saved = list(tmp_path.iterdir())
     assert saved == [] or (saved == [tmp_path / "job"] and load_run(saved[0]))
@@ -90,7 +91,7 @@ def test_heartbeats_keep_the_job_alive(tmp_path):
     while not job.done:  # the page's fragment: a heartbeat on every poll (at most one a second is sent)
         job.heartbeat()
         job.join(0.2)
-    assert job.state == "finished" and len(job.snapshot().epoch_records) == 400
+    assert job.state == "finished" and job.status().epochs_recorded == 400
 
 
 def test_a_second_run_with_the_same_name_gets_its_own_folder(tmp_path):
@@ -108,12 +109,12 @@ def test_controls_reach_the_trainer(tmp_path, action):
     getattr(job, action)()
     if action == "pause":
         assert job.wait_until_paused(60)  # the process reported that it stopped stepping
-        seen = job.snapshot().step_losses
-        assert job.snapshot().state == "paused" and job.paused
+        seen = list(job.history.step_losses)
+        assert job.status().state == "paused" and job.paused
         job.join(0.5)
-        assert job.snapshot().step_losses == seen and job.alive  # no step while paused
+        assert job.history.step_losses == seen and job.alive  # no step while paused
         job.resume()
-        while len(job.snapshot().step_losses) == len(seen):
+        while job.status().steps_recorded == len(seen):
             job.join(0.05)
         job.stop()
     job.join(60)
@@ -123,7 +124,7 @@ def test_controls_reach_the_trainer(tmp_path, action):
 def test_a_job_whose_server_is_gone_stops_and_saves_its_run(tmp_path):
     job = make_job(tmp_path, epochs=100_000)
     job.start()
-    while len(job.snapshot().epoch_records) < 2:
+    while job.status().epochs_recorded < 2:
         job.join(0.05)
     # What the process sees when the server exits or crashes: its end of the socket closes.
     process = os.pidfd_open(job.pid)  # readable once the process has exited
@@ -137,7 +138,7 @@ def test_a_job_whose_server_is_gone_stops_and_saves_its_run(tmp_path):
 def test_a_crashed_process_is_reported_not_hung(tmp_path):
     job = make_job(tmp_path, epochs=100_000)
     job.start()
-    while not job.snapshot().step_losses:
+    while not job.status().steps_recorded:
         job.join(0.05)
     os.kill(job.pid, signal.SIGKILL)
     job.join(60)
@@ -189,16 +190,17 @@ def test_a_sequence_trains_one_job_after_the_other_with_no_page_asking(tmp_path)
     assert ended == [("a", False)]  # "a" had ended, and no other job trained beside it, when "b" was started
     assert [len(j.run.history.epochs) for j in seq.jobs.values()] == [3, 2, 4]
     assert {j.state for j in seq.jobs.values()} == {"finished"}
-    assert seq.brief() == ("finished", 4, 4, 1.0)
+    s = seq.status()
+    assert (s.state, s.epoch, s.epochs, s.progress) == ("finished", 4, 4, 1.0)
 
 
 def test_a_stopped_sequence_starts_nothing_more_and_keeps_the_run_it_stopped(tmp_path):
     seq = jobs.JobSequence([("a", tiny_spec(100_000)), ("b", tiny_spec(2))], tmp_path)
     seq.start()
-    while len(seq.jobs["a"].snapshot().epoch_records) < 2:
+    while seq.jobs["a"].status().epochs_recorded < 2:
         seq.heartbeat()
         seq.jobs["a"].join(0.05)
-    assert seq.brief()[0] == "running (1 of 2)" and 0 < seq.brief()[3] < 0.5  # the first of two, far from its end
+    assert seq.status().state == "running (1 of 2)" and 0 < seq.status().progress < 0.5  # the first of two, far from its end
     seq.stop()
     assert seq.join(60)
     assert list(seq.jobs) == ["a"] and seq.jobs["a"].state == "stopped" and seq.queued == []
@@ -226,32 +228,34 @@ def test_a_sequence_nobody_asks_after_starts_nothing_more(tmp_path):
 def test_a_stopped_job_shows_how_far_it_got_not_a_full_bar(tmp_path):
     job = make_job(tmp_path, epochs=100_000)
     job.start()
-    while len(job.snapshot().epoch_records) < 2:
+    while job.status().epochs_recorded < 2:
         job.join(0.05)
     job.stop()
     job.join(60)
-    snap = job.snapshot()
+    snap = job.status()
     assert snap.done and snap.state == "stopped"
-    trained = len(snap.epoch_records)
+    trained = snap.epochs_recorded
     assert (trained - 1) / 100_000 <= snap.progress <= trained / 100_000  # where it stopped, not 100 %
-    assert job.brief() == ("stopped", snap.epoch, 100_000, snap.progress)
+    assert (snap.state, snap.epochs) == ("stopped", 100_000)
     # Only a job that trained every epoch fills the bar; one ended early by its time budget or a divergence does not.
-    assert jobs._fraction_done(3, 2, 4, 10, "finished") == 1.0
+    step = StepEvent(epoch=3, step=10, steps_per_epoch=4, loss=0.5, examples_seen=80, seconds=1.0)  # 2nd of epoch 3
+    assert step.step_in_epoch == 2
+    assert jobs._fraction_done(step, 10, "finished") == 1.0
     for state in ("stopped", "time budget", "diverged", "failed"):
-        assert jobs._fraction_done(3, 2, 4, 10, state) == pytest.approx(0.25)
+        assert jobs._fraction_done(step, 10, state) == pytest.approx(0.25)
 
 
 def test_a_job_trains_on_any_backend_that_keeps_the_protocol(tmp_path):
     """The seam a distributed queue would fill (docs/deploy.md): a TrainingJob hands its request to
     whatever ``TrainingBackend`` it is given and folds the reports of the returned line."""
-    from runner.protocol import Command, Ended, JobRequest, Progress, Started
+    from runner.protocol import Command, Ended, JobRequest, Started, Stepped
 
     requests: list[JobRequest] = []
     sent: list[Command] = []
 
     class Line:
         def __init__(self) -> None:
-            self.reports = iter([Started(4242, 6), Progress(1, 3, 3, 6, 0.5, [0.7, 0.6, 0.5]),
+            self.reports = iter([Started(4242, 6), Stepped(StepEvent(1, 3, 3, 0.5, 6, 0.5), [0.7, 0.6, 0.5]),
                                  Ended("stopped", "stopped by the learner", None, None)])
 
         def send(self, command: Command) -> None:
@@ -272,9 +276,9 @@ def test_a_job_trains_on_any_backend_that_keeps_the_protocol(tmp_path):
     job.stop()  # asked before the line exists: sent once it does
     job.start()
     job.join(10)
-    snap = job.snapshot()
+    snap = job.status()
     assert [r.name for r in requests] == ["elsewhere"] and requests[0].runs_dir == tmp_path
     assert sent == [Command.STOP]
     assert snap.done and snap.state == "stopped" and snap.message == "stopped by the learner"
-    assert job.pid == 4242 and snap.step_losses == [0.7, 0.6, 0.5] and snap.epoch == 1
+    assert job.pid == 4242 and job.history.step_losses == [0.7, 0.6, 0.5] and snap.epoch == 1
     assert list(tmp_path.iterdir()) == []  # this backend saved nothing, and the job wrote nothing itself

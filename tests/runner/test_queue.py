@@ -207,8 +207,8 @@ def test_a_waiting_job_shows_its_place_starts_when_the_slot_frees_and_can_be_can
     second, third = TrainingJob(tiny_spec(2), tmp_path, "second"), TrainingJob(tiny_spec(2), tmp_path, "third")
     second.submit(q, "b")
     third.submit(q, "c")
-    snap = second.snapshot()
-    assert snap.state == "waiting" and snap.place == 1 and third.snapshot().place == 2 and not snap.done
+    snap = second.status()
+    assert snap.state == "waiting" and snap.place == 1 and third.status().place == 2 and not snap.done
     assert second.alive and not second.done and first.alive
     third.stop()  # cancel: it leaves the line and never starts
     assert third.done and third.state == "cancelled" and "nothing was trained or saved" in third.message
@@ -243,11 +243,11 @@ def test_a_sequence_waits_its_turn_for_each_of_its_jobs(tmp_path):
     seq.submit(q, "s")
     other = TrainingJob(tiny_spec(100_000), tmp_path, "other")
     other.submit(q, "t")
-    assert other.snapshot().place == 1
+    assert other.status().place == 1
     seq.jobs["s1"].join(120)
     seq.heartbeat()
     wait_for_epochs(other, 1)  # s1 ended: "other" trains, and the sequence waits behind it
-    assert seq.waiting and seq.alive and seq.brief()[0] == "waiting (2 of 2)" and list(seq.jobs) == ["s1"]
+    assert seq.waiting and seq.alive and seq.status().state == "waiting (2 of 2)" and list(seq.jobs) == ["s1"]
     other.stop()
     assert seq.join(120)
     assert [j.state for j in seq.jobs.values()] == ["finished", "finished"] and q.running == []
@@ -259,7 +259,7 @@ def test_a_waiting_sequence_can_be_cancelled(tmp_path):
     first.submit(q, "a")
     seq = JobSequence([("s1", tiny_spec(1))], tmp_path / "seq")
     seq.submit(q, "s")
-    assert seq.brief()[0] == "waiting (1 of 1)" and seq.alive
+    assert seq.status().state == "waiting (1 of 1)" and seq.alive
     seq.stop()
     assert seq.join(5) and seq.jobs == {} and q.waiting == []
     first.stop()
@@ -291,23 +291,24 @@ def test_a_rise_for_a_moment_is_not_told_but_one_that_lasts_is():
 
 
 def test_a_job_just_started_has_no_pace_for_the_queue_until_it_has_trained_a_second(tmp_path):
-    from runner.protocol import Progress, Started
+    from attention_core.history import StepEvent
+    from runner.protocol import Started, Stepped
 
     job = TrainingJob(tiny_spec(10), tmp_path, "fresh")
     job._take(Started(1, 100))
-    job._take(Progress(1, 1, 50, 2, 0.2, []))  # two examples in its first 0.2 s (warm-up): 1000 examples left
+    job._take(Stepped(StepEvent(1, 1, 50, 0.7, 2, 0.2), []))  # two examples in its first 0.2 s (warm-up): 1000 examples left
     assert job._time_left() is None  # the queue guesses from its budget or recent durations instead of 100 s
-    assert job.snapshot().eta_seconds == pytest.approx(998 / 10)  # its own progress line still says it
-    job._take(Progress(1, 40, 50, 400, 2.0, []))  # 2 s of training: its pace counts
+    assert job.status().eta_seconds == pytest.approx(998 / 10)  # its own progress line still says it
+    job._take(Stepped(StepEvent(1, 40, 50, 0.7, 400, 2.0), []))  # 2 s of training: its pace counts
     assert job._time_left() == pytest.approx(600 / 200)
 
 
 def test_a_wait_of_a_few_seconds_reads_starting_soon():
-    from runner.jobs import JobSnapshot
+    from runner.jobs import JobStatus
     from ui.train_views import in_line
 
     def said(place: int | None, wait: float | None) -> str:
-        return in_line(JobSnapshot("waiting", 0, 1, 0, 0, 0.0, 0.0, None, [], [], None, "", None, False, place, wait))
+        return in_line(JobStatus("waiting", 1, 0.0, place=place, wait_seconds=wait))
 
     assert said(1, 0.0) == "1st in line, starting soon"  # was "about 0 s" while the training ahead saved its run
     assert said(1, 4.6) == "1st in line, starting soon"

@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from runner.registry import JobRegistry
-from tests.helpers.apptest import start_small_training
+from tests.helpers.apptest import followed, page_job, start_small_training
 
 TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,6 +66,27 @@ def test_an_ended_job_is_kept_for_its_page_then_dropped_after_some_minutes():
     assert reg.entries("a")["k"].job is running
 
 
+def test_each_session_keeps_the_job_it_follows_and_a_reload_finds_the_latest_not_shown():
+    clock = Clock()
+    reg = JobRegistry(keep_ended=600, clock=clock)
+    one, two = Job(), Job()
+    first = reg.register("me", "train_job", one, label="Training “one”", page="Train")
+    second = reg.register("me", "train_job", two, label="Training “two”", page="Train")  # a second tab's
+    assert reg.get("me", first).job is one and reg.get("me", second).job is two  # each tab keeps its own
+    assert reg.entries("me")["train_job"].job is two and reg.get("them", first) is None
+    one.done = True
+    reg.drop("me", "train_job", one)  # its page showed how it ended: no reload finds it...
+    reg.drop("me", "train_job", two)
+    assert reg.entries("me") == {}
+    assert reg.get("me", first).job is one  # ...but the session that follows it still has it
+    clock.now = 500.0
+    assert reg.get("me", first) is not None  # asked for: kept another keep_ended seconds
+    clock.now = 1000.0
+    assert reg.get("me", first) is not None
+    clock.now = 1700.0
+    assert reg.get("me", first) is None and reg.get("me", second).job is two  # not asked for 700 s; two still runs
+
+
 # -- the Train page -----------------------------------------------------------------------------------------
 @pytest.fixture
 def one_slot(monkeypatch):
@@ -86,7 +107,7 @@ def visit(page: str = TRAIN, token: str | None = None) -> AppTest:
 
 
 def wait_for_an_epoch(job) -> None:
-    while not job.snapshot().epoch_records:
+    while not job.status().epochs_recorded:
         job.heartbeat()
         job.join(0.05)
 
@@ -94,10 +115,10 @@ def wait_for_an_epoch(job) -> None:
 def test_a_reload_finds_the_running_training_which_it_can_stop_and_then_shows_its_results(runs_dir):
     first = visit()
     start_small_training(first, 5000, "long")
-    job = first.session_state["train_job"]
+    job = page_job(first)
     reload = visit()  # a new session of the same (local) workspace: was a page with no training
-    assert reload.session_state["train_job"] is job
-    assert reload.session_state["background_jobs"]["train_job"][0] is job  # kept alive from every page again
+    assert page_job(reload) is job
+    assert followed(reload)["train_job"].job is job  # kept alive from every page again
     assert reload.get("progress") and reload.button(key="train_stop").label == "Stop"
     assert not reload.button(key="train_stop").disabled
     wait_for_an_epoch(job)
@@ -106,15 +127,15 @@ def test_a_reload_finds_the_running_training_which_it_can_stop_and_then_shows_it
     reload.run()
     assert not reload.exception and job.state == "stopped"
     assert reload.success[0].value.startswith("Training stopped after")
-    assert "train_job" not in visit().session_state  # its results were shown: a reload now starts afresh
+    assert page_job(visit()) is None  # its results were shown: a reload now starts afresh
 
 
 def test_a_reload_on_another_page_keeps_the_training_alive_from_the_sidebar(runs_dir):
     first = visit()
     start_small_training(first, 5000, "elsewhere")
-    job = first.session_state["train_job"]
+    job = page_job(first)
     home = visit(str(ROOT / "app.py"))  # the learner reloads while reading the Home page
-    assert home.session_state["background_jobs"]["train_job"][0] is job
+    assert followed(home)["train_job"].job is job
     assert "Watch on Train" in [e.proto.label for e in home.sidebar if e.type == "page_link"]
     job.stop()
     job.join(120)
@@ -123,10 +144,10 @@ def test_a_reload_on_another_page_keeps_the_training_alive_from_the_sidebar(runs
 def test_a_training_that_ended_with_no_page_open_shows_its_results_after_a_reload(runs_dir):
     first = visit()
     start_small_training(first, 2, "ended alone")
-    job = first.session_state["train_job"]
+    job = page_job(first)
     job.join(120)  # ended while no page ran (the tab was reloaded meanwhile)
     reload = visit()
-    assert reload.session_state["train_job"] is job
+    assert page_job(reload) is job
     assert [s.value for s in reload.success] == ["Training finished: all 2 epochs. Saved as run `ended-alone`."]
     assert reload.get("download_button")
 
@@ -134,9 +155,9 @@ def test_a_training_that_ended_with_no_page_open_shows_its_results_after_a_reloa
 def test_reset_forgets_the_job_for_every_later_reload(runs_dir):
     first = visit()
     start_small_training(first, 2, "reset me")
-    first.session_state["train_job"].join(120)
+    page_job(first).join(120)
     first.button(key="train_reset").click().run()
-    assert "train_job" not in visit().session_state
+    assert page_job(visit()) is None
 
 
 TOKEN_A, TOKEN_B, TOKEN_C = "A" * 22, "B" * 22, "C" * 22
@@ -145,22 +166,22 @@ TOKEN_A, TOKEN_B, TOKEN_C = "A" * 22, "B" * 22, "C" * 22
 def test_shared_a_reload_with_the_link_finds_the_waiting_training_and_no_one_else_sees_it(shared, one_slot):
     a = visit(token=TOKEN_A)
     start_small_training(a, 5000, "a-long")
-    running = a.session_state["train_job"]
+    running = page_job(a)
     b = visit(token=TOKEN_B)
     start_small_training(b, 2, "b-waits")
-    waiting = b.session_state["train_job"]
+    waiting = page_job(b)
     assert waiting.state == "waiting"
 
     b_again = visit(token=TOKEN_B)  # B reloads (or opens a second tab with the link)
-    assert b_again.session_state["train_job"] is waiting
+    assert page_job(b_again) is waiting
     assert b_again.info[0].value.startswith("Waiting for a free slot: 1st in line")
     assert b_again.button(key="train_stop").label == "Cancel"
 
     c = visit(token=TOKEN_C)  # another workspace: no training on its page, nobody's place in line
-    assert "train_job" not in c.session_state and not c.get("progress")
+    assert page_job(c) is None and not c.get("progress")
     assert not [i for i in c.info if "Waiting" in i.value]
     a_again = visit(token=TOKEN_A)
-    assert a_again.session_state["train_job"] is running  # A's own, not B's
+    assert page_job(a_again) is running  # A's own, not B's
 
     b_again.button(key="train_stop").click().run()  # Cancel from the reloaded tab
     assert not b_again.exception and waiting.state == "cancelled"
@@ -177,11 +198,11 @@ def test_a_reload_of_the_seed_experiment_finds_its_sequence_and_its_results(runs
     first.number_input(key="seedexp_epochs").set_value(1)
     first.number_input(key="seedexp_default_epochs").set_value(1)
     first.button(key="seedexp_train").click().run()
-    seq = first.session_state["seedexp_seq"]
+    seq = page_job(first, "seedexp_seq")
     reload = visit(SEED)
-    assert reload.session_state["seedexp_seq"] is seq
+    assert page_job(reload, "seedexp_seq") is seq
     assert seq.join(300)
     reload.run()
     assert not reload.exception
     assert [h.value for h in reload.header][:1] == ["Final training loss"]  # the three variants' results
-    assert "seedexp_seq" not in visit(SEED).session_state  # shown: a later reload starts afresh
+    assert page_job(visit(SEED), "seedexp_seq") is None  # shown: a later reload starts afresh

@@ -5,8 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 from streamlit.testing.v1 import AppTest
+
+from runner.registry import server_registry
+from tests.helpers.apptest import track_jobs
 
 TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,8 +30,8 @@ class FakeJob:
     def done(self) -> bool:
         return not self.alive
 
-    def brief(self) -> tuple[str, int, int, float]:
-        return self.state, self.epoch, self.epochs, self.epoch / self.epochs
+    def status(self) -> SimpleNamespace:  # the fields of a runner.jobs.JobStatus it reads
+        return SimpleNamespace(state=self.state, epoch=self.epoch, epochs=self.epochs, progress=self.epoch / self.epochs)
 
     def heartbeat(self) -> None:
         self.heartbeats += 1
@@ -36,8 +40,7 @@ class FakeJob:
 def test_the_home_page_keeps_a_training_of_the_train_page_alive_and_links_back():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     train, seed = FakeJob(), FakeJob("finished", 1000, 1000)
-    at.session_state["background_jobs"] = {"train": (train, "Training “mine”", "Train"),
-                                           "seedexp": (seed, "Seed experiment", "Seed_experiment")}
+    track_jobs(at, {"train": (train, "Training “mine”", "Train"), "seedexp": (seed, "Seed experiment", "Seed_experiment")})
     at.run()
     assert not at.exception
     assert train.heartbeats == 1 and seed.heartbeats == 0  # a job that has ended is not asked after
@@ -66,10 +69,10 @@ def test_back_on_its_page_a_finished_job_is_forgotten_and_a_running_one_kept_ali
 
     at = AppTest.from_function(page, default_timeout=TIMEOUT)
     done, running = FakeJob("finished"), FakeJob()
-    at.session_state["background_jobs"] = {"old": (done, "Old", "Train"), "train": (running, "Now", "Train")}
+    track_jobs(at, {"old": (done, "Old", "Train"), "train": (running, "Now", "Train")})
     at.run()
     assert not at.exception
-    assert list(at.session_state["background_jobs"]) == ["train"]
+    assert list(server_registry().entries("local")) == ["train"]  # the finished one: shown, no longer tracked
     assert running.heartbeats == 1  # the page may stop before its own live view asks
     assert [c.value for c in at.sidebar.caption] == ["Now: in progress."]  # its state and numbers: the page's to show
     assert not [e for e in at.sidebar if e.type in ("progress", "page_link")]
@@ -108,7 +111,7 @@ def test_a_training_that_ends_while_the_learner_is_on_home_opens_its_run_in_the_
     monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(runs))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     job = FakeJob()
-    at.session_state["background_jobs"] = {"train": (job, "Training “just-trained”", "Train")}
+    track_jobs(at, {"train": (job, "Training “just-trained”", "Train")})
     at.session_state["home_text"] = "the food was not good at all"
     at.run()
     assert "active_run" not in at.session_state or at.session_state["active_run"] != "just-trained"

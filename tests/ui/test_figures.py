@@ -41,6 +41,13 @@ def test_live_curves_update_the_same_figure_while_its_lines_stay_the_same():
     assert list(b.data[1].x) == [1, 2, 3]
 
 
+def test_live_curves_draw_a_growing_history_up_to_the_steps_taken_under_its_lock():
+    live = figures.LiveTrainingCurves()
+    losses = [1 / (k + 1) for k in range(9)]  # the job's list: more steps arrived after its status was read
+    got = live(epochs(2), losses, steps=6)
+    assert spec(got) == spec(figures.training_curves(epochs(2), losses[:6]))
+
+
 def test_live_curves_rebuild_when_validation_lines_appear_or_go():
     live = figures.LiveTrainingCurves()
     with_val = live(epochs(3), [0.5] * 3)

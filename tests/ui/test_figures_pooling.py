@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core import Run, load_run, save_run
 from attention_core.model import AttentionClassifier, ModelConfig
-from tests.helpers.apptest import array, chart, live_chart
+from tests.helpers.apptest import array, chart, live_chart, page_job
 from ui import figures, preview
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -281,7 +281,7 @@ def test_train_s_live_probe_map_of_a_pooling_model_is_its_one_row(runs_dir):
     fill_small_training(at, 2, "pooled probe")
     at.selectbox(key="train_default_c_pool").set_value("attention")
     at.button[0].click().run()
-    job = at.session_state["train_job"]
+    job = page_job(at)
     job.join(120)
     assert job.done and job.state == "finished"
     at.run()

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.helpers.apptest import current_page, follow
+from tests.helpers.apptest import current_page, follow, track_jobs
 
 TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,8 +75,8 @@ class DoneJob(SimpleNamespace):
 
     alive, done = False, True
 
-    def brief(self):
-        return "finished", 3, 3, 1.0
+    def status(self):
+        return SimpleNamespace(state="finished", epoch=3, epochs=3, progress=1.0)
 
     def heartbeat(self):
         pass
@@ -94,7 +94,7 @@ def test_sidebar_links_to_a_training_lead_to_its_page():
     assert pages == {"Train", "Seed_experiment"}
     for page in sorted(pages):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-        at.session_state["background_jobs"] = {"job": (DoneJob(), "A training", page)}
+        track_jobs(at, {"job": (DoneJob(), "A training", page)})
         at.run()
         assert not at.exception, at.exception
         link = next(x for x in at.sidebar.get("page_link") if x.proto.label.startswith("Results on"))

@@ -71,7 +71,7 @@ def tiny_run() -> Run:
     model_cfg, _ = preset("default", n_layers=1, n_heads=2, d_model=16, d_ff=16)
     result = Trainer(model_cfg, TrainConfig(epochs=3, batch_size=4, val_fraction=0.0), dataset_from_lists(texts, labels),
                      load_embeddings()).run()
-    return Run.from_result(result)
+    return result
 
 
 def test_summarise_counts_what_the_trained_model_says(tiny_run: Run) -> None:

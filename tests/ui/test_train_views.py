@@ -13,7 +13,7 @@ import pytest
 
 from attention_core import ModelConfig, TrainConfig, Trainer, load_embeddings
 from attention_core.training import History, patience_stop
-from runner.jobs import JobSnapshot
+from runner.jobs import JobStatus
 from tests.helpers.tiny_data import tiny_sentiment
 from ui.train_views import ending, kept_model
 
@@ -30,12 +30,11 @@ def config(**options) -> TrainConfig:
     return TrainConfig(batch_size=4, lr=0.05, val_fraction=0.34, **options)
 
 
-def snapshot(history: History, planned: int, run_path: Path) -> JobSnapshot:
+def snapshot(history: History, planned: int, run_path: Path) -> JobStatus:
     """What the job reports once its training has ended and its run is saved (in ``run_path``)."""
     run_path.mkdir()
-    n = len(history.epochs)
-    return JobSnapshot(history.status, n, planned, 0, 0, 0.0, 0.0, None, history.epochs, [], None, history.message,
-                       run_path, True)
+    return JobStatus(history.status, planned, 0.0, epochs_recorded=len(history.epochs), message=history.message,
+                     run_path=run_path, done=True)
 
 
 def test_a_training_ended_by_its_patience_says_so_and_why(train, tmp_path):

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.helpers.apptest import start_small_training
+from runner.registry import server_registry
+from tests.helpers.apptest import followed, page_job, start_small_training
 from ui.navigation import PAGE_FILES, page_of
 
 TIMEOUT = 90
@@ -40,15 +41,16 @@ def test_a_training_started_on_the_train_page_is_tracked_under_its_address_and_l
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
     at.switch_page("pages/1_Train.py").run()
     start_small_training(at, 1, "tracked")
-    job = at.session_state["train_job"]
-    tracked_job, label, url_path = at.session_state["background_jobs"]["train_job"]
+    job = page_job(at)
+    entry = followed(at)["train_job"]
+    tracked_job, label, url_path = entry.job, entry.label, entry.page
     assert tracked_job is job and label == "Training “tracked”"
     assert url_path == current_page(at) == "Train"
     job.join(120)
-    assert job.snapshot().state == "finished", job.snapshot().message
+    assert job.status().state == "finished", job.status().message
     assert back_from_home(at, "Results on") == "Train"
     at.button(key="train_reset").click().run()  # Reset forgets it on the page and in the sidebar
-    assert "train_job" not in at.session_state and "train_job" not in at.session_state["background_jobs"]
+    assert page_job(at) is None and "train_job" not in server_registry().entries("local")
 
 
 def test_the_seed_experiment_is_tracked_under_its_address_and_linked_back():
@@ -58,12 +60,13 @@ def test_the_seed_experiment_is_tracked_under_its_address_and_linked_back():
     at.number_input(key="seedexp_default_epochs").set_value(1)
     at.button(key="seedexp_train").click().run()
     assert not at.exception, at.exception
-    seq = at.session_state["seedexp_seq"]
-    tracked_job, label, url_path = at.session_state["background_jobs"]["seedexp_seq"]
+    seq = page_job(at, "seedexp_seq")
+    entry = followed(at)["seedexp_seq"]
+    tracked_job, label, url_path = entry.job, entry.label, entry.page
     assert tracked_job is seq and label == "Seed experiment"
     assert url_path == current_page(at) == "Seed_experiment"
     assert seq.join(300)
-    assert [j.snapshot().state for j in seq.jobs.values()] == ["finished"] * 3
+    assert [j.status().state for j in seq.jobs.values()] == ["finished"] * 3
     assert back_from_home(at, "Results on") == "Seed_experiment"
 
 
