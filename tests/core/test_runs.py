@@ -468,7 +468,7 @@ def test_run_folders_workspaces_and_the_preview_load_no_torch_and_a_runs_list_li
             "import attention_core.run_folders as rf, attention_core.workspaces, ui.preview\n"
             f"s = rf.read_run_summary({str(tmp_path / 'r')!r})\n"
             "print(json.dumps({'torch': 'torch' in sys.modules, 'summary': [s.name, s.epochs_trained, s.n_heads]}))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
                          capture_output=True, text=True, check=True)
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got == {"torch": False, "summary": ["r", len(run.history.epochs), run.model_config.n_heads]}
