@@ -40,6 +40,16 @@ def shared(runs_dir, monkeypatch):
     return runs_dir
 
 
+@pytest.fixture
+def cli(capsys):
+    """The command line in this process: ``cli(*args, cwd=ROOT)`` runs ``attention_core.cli.main(args)`` and gives
+    its exit status, stdout and stderr as a process would (tests.helpers.cli.cli_in_process; ``cli_process`` there
+    starts a real one, for the process contract)."""
+    from tests.helpers.cli import cli_in_process
+
+    return lambda *args, cwd=ROOT: cli_in_process(capsys, *args, cwd=cwd)
+
+
 @pytest.fixture(scope="session")
 def emb():
     """The bundled word vectors (GloVe 6B 50d), loaded once for the test session."""

@@ -1,12 +1,13 @@
-"""The command line end to end, in a subprocess: train → predict → evaluate, and bad input."""
+"""The command line end to end: train → predict → evaluate, and bad input. What a real process gives back (the
+exit status, one ``error:`` line on stderr, the JSON line on stdout, the program's name) is tested in a subprocess
+(``cli_process``); what each command does, through ``attention_core.cli.main`` in this process (the ``cli`` fixture,
+tests.helpers.cli: the same exit status, stdout and stderr, without importing torch again for every case)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,14 +16,9 @@ import pytest
 from attention_core.run_folders import list_runs
 from attention_core.runs import load_run
 from attention_core.workspaces import WorkspaceStore
+from tests.helpers.cli import cli_process
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "attention_core", *args], cwd=cwd, capture_output=True, text=True, timeout=300
-    )
 
 
 def last_json(out: str) -> dict:
@@ -32,7 +28,7 @@ def last_json(out: str) -> dict:
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("runs") / "small"
-    r = cli("train", "data/small.csv", "--out", str(out), "--epochs", "3", "--layers", "1", "--heads", "2",
+    r = cli_process("train", "data/small.csv", "--out", str(out), "--epochs", "3", "--layers", "1", "--heads", "2",
             "--batch-size", "8", "--seed", "1", "--val-fraction", "0.2", "--time-budget", "120", "--threads", "1")
     assert r.returncode == 0, r.stderr
     summary = last_json(r.stdout)
@@ -50,7 +46,7 @@ def test_train_writes_a_run(trained):
 
 
 def test_predict_prints_label_probabilities_tokens_attention(trained):
-    r = cli("predict", str(trained), "the food was not good at all")
+    r = cli_process("predict", str(trained), "the food was not good at all")
     assert r.returncode == 0, r.stderr
     out = last_json(r.stdout)
     assert out["label"] in out["probabilities"]
@@ -63,7 +59,7 @@ def test_predict_prints_label_probabilities_tokens_attention(trained):
     assert all(row == attn[1][h][0] for h in range(2) for row in attn[1][h])
 
 
-def test_predict_with_no_head_knocked_out_is_exactly_the_plain_prediction(trained):
+def test_predict_with_no_head_knocked_out_is_exactly_the_plain_prediction(cli, trained):
     plain = cli("predict", str(trained), "the food was not good at all")
     none = cli("predict", str(trained), "the food was not good at all", "--knock-out", "")
     bare = cli("predict", str(trained), "the food was not good at all", "--knock-out")
@@ -72,7 +68,7 @@ def test_predict_with_no_head_knocked_out_is_exactly_the_plain_prediction(traine
 
 
 @pytest.mark.parametrize("mode", ["zero", "uniform"])
-def test_predict_with_heads_knocked_out(trained, mode):
+def test_predict_with_heads_knocked_out(cli, trained, mode):
     plain = last_json(cli("predict", str(trained), "the food was not good at all").stdout)
     # every head of every map: layer 1's and the pooling query's, named "pooling" (or 2, its number, as before)
     r = cli("predict", str(trained), "the food was not good at all", "--knock-out", "1.1,1.2,pooling.1,2.2",
@@ -88,7 +84,7 @@ def test_predict_with_heads_knocked_out(trained, mode):
         assert np.allclose(out["attention"], 1 / 7)  # every head attends equally to the 7 words
 
 
-def test_predict_with_the_first_layer_knocked_out_leaves_the_pooling_map_on(trained):
+def test_predict_with_the_first_layer_knocked_out_leaves_the_pooling_map_on(cli, trained):
     r = cli("predict", str(trained), "the food was not good at all", "--knock-out", "1.1,1.2")
     assert r.returncode == 0, r.stderr
     attention = np.asarray(last_json(r.stdout)["attention"])  # (maps, H, T, T)
@@ -96,7 +92,7 @@ def test_predict_with_the_first_layer_knocked_out_leaves_the_pooling_map_on(trai
     assert "Pooling, the word each head attends to most:" in r.stderr and "knocked out" not in r.stderr
 
 
-def test_explain_prints_every_method_and_how_faithful_it_is(trained):
+def test_explain_prints_every_method_and_how_faithful_it_is(cli, trained):
     r = cli("explain", str(trained), "the food was not good at all", "--seed", "2")
     assert r.returncode == 0, r.stderr
     out = last_json(r.stdout)
@@ -110,7 +106,7 @@ def test_explain_prints_every_method_and_how_faithful_it_is(trained):
     assert last_json(cli("explain", str(trained), "the food was not good at all", "--seed", "2").stdout) == out
 
 
-def test_faithfulness_reports_on_the_runs_validation_set_by_default(trained, tmp_path):
+def test_faithfulness_reports_on_the_runs_validation_set_by_default(cli, trained, tmp_path):
     r = cli("faithfulness", str(trained))
     assert r.returncode == 0, r.stderr
     out = last_json(r.stdout)
@@ -128,7 +124,7 @@ def test_faithfulness_reports_on_the_runs_validation_set_by_default(trained, tmp
 
 
 def test_predict_summary_for_a_person_on_stderr(trained):
-    r = cli("predict", str(trained), "the food was not zorblaxian at all")
+    r = cli_process("predict", str(trained), "the food was not zorblaxian at all")
     assert r.returncode == 0, r.stderr
     out = last_json(r.stdout)  # stdout keeps its one JSON line
     assert len(r.stdout.strip().splitlines()) == 1
@@ -144,14 +140,14 @@ def test_predict_summary_for_a_person_on_stderr(trained):
 
 
 def test_usage_errors_name_the_program_once(trained):
-    r = cli("evaluat")
+    r = cli_process("evaluat")
     assert r.returncode == 2
     assert r.stderr.strip().endswith("see `python -m attention_core --help`"), r.stderr
-    r = cli("train", "data/small.csv")
+    r = cli_process("train", "data/small.csv")
     assert r.returncode == 2 and "see `python -m attention_core train --help`" in r.stderr, r.stderr
 
 
-def test_evaluate_with_other_column_names(trained, tmp_path):
+def test_evaluate_with_other_column_names(cli, trained, tmp_path):
     csv = tmp_path / "other.csv"
     csv.write_text("stars;review\npositive;i love this speaker\nnegative;it broke after a day\nneutral;it is ok\n")
     r = cli("evaluate", str(trained), str(csv), "--text-col", "review", "--label-col", "stars")
@@ -161,41 +157,40 @@ def test_evaluate_with_other_column_names(trained, tmp_path):
     assert sum(map(sum, out["confusion"])) == 3
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (("train", "missing.csv", "--out", "{tmp}/x"), "not found"),
-        (("train", "{tmp}/empty.csv", "--out", "{tmp}/x"), "empty"),
-        (("train", "{tmp}/header.csv", "--out", "{tmp}/x"), "no data rows|header"),
-        (("train", "{tmp}/one_class.csv", "--out", "{tmp}/x"), "only one"),
-        (("train", "{tmp}/binary.csv", "--out", "{tmp}/x"), "binary"),
-        (("train", "{tmp}/numbers.csv", "--out", "{tmp}/x"), "text column"),
-        (("train", "{tmp}/many.csv", "--out", "{tmp}/x", "--label-col", "review", "--text-col", "stars"),
-         "is that the text column"),
-        (("train", "{tmp}/huge.csv", "--out", "{tmp}/x"), "25 MB"),
-        (("train", "data/small.csv", "--out", "{tmp}/x", "--text-col", "nope"), "nope"),
-        (("train", "data/small.csv", "--out", "{tmp}/x", "--preset", "huge"), "unknown preset"),
-        (("train", "data/small.csv", "--out", "{tmp}/x", "--heads", "3"), "divisible"),
-        (("train", "data/small.csv", "--out", "{tmp}/x", "--device", "cuda"), "cuda|CUDA"),
-        (("train", "data/small.csv", "--out", "{tmp}/x", "--epochs", "many"), "invalid int"),
-        (("train", "data/small.csv", "--out", "{tmp}/x", "--threads", "0"), "num_threads"),
-        (("predict", "{tmp}/no_run", "hello"), "not found"),
-        (("predict", "RUN", "xqzzy qqqzz"), "none of the words"),
-        (("evaluate", "RUN", "{tmp}/one_class.csv", "--label-col", "label"), "only one"),
-        (("predict", "RUN", "good", "--knock-out", "3.9"),
-         r"head 3\.9 does not exist — this model has heads 1–2 in layer 1 and in the pooling attention: write them as "
-         r"LAYER\.HEAD or pooling\.HEAD, e\.g\. 1\.2,pooling\.1 \(pooling\.1 is also 2\.1\)"),
-        (("predict", "RUN", "good", "--knock-out", "pooling.3"), "head pooling.3 does not exist"),
-        (("predict", "RUN", "good", "--knock-out", "1,2"), "not LAYER.HEAD"),
-        (("predict", "RUN", "good", "--knock-out", "1.1", "--knock-out-mode", "half"), "invalid choice"),
-        (("explain", "RUN", ""), "empty"),
-        (("explain", "RUN", "xqzzy qqqzz"), "none of the words"),
-        (("faithfulness", "RUN", "{tmp}/other_labels.csv"), r"labels \['great', 'poor'\] are not among"),
-        (("faithfulness", "RUN", "data/small.csv", "--text-col", "nope"), "nope"),
-        (("faithfulness", "RUN", "--label-col", "label"), "go with a CSV"),
-    ],
-)
-def test_bad_input_exits_2_with_one_line_error(trained, tmp_path, args, message):
+BAD_INPUT = [
+    (("train", "missing.csv", "--out", "{tmp}/x"), "not found"),
+    (("train", "{tmp}/empty.csv", "--out", "{tmp}/x"), "empty"),
+    (("train", "{tmp}/header.csv", "--out", "{tmp}/x"), "no data rows|header"),
+    (("train", "{tmp}/one_class.csv", "--out", "{tmp}/x"), "only one"),
+    (("train", "{tmp}/binary.csv", "--out", "{tmp}/x"), "binary"),
+    (("train", "{tmp}/numbers.csv", "--out", "{tmp}/x"), "text column"),
+    (("train", "{tmp}/many.csv", "--out", "{tmp}/x", "--label-col", "review", "--text-col", "stars"),
+     "is that the text column"),
+    (("train", "{tmp}/huge.csv", "--out", "{tmp}/x"), "25 MB"),
+    (("train", "data/small.csv", "--out", "{tmp}/x", "--text-col", "nope"), "nope"),
+    (("train", "data/small.csv", "--out", "{tmp}/x", "--preset", "huge"), "unknown preset"),
+    (("train", "data/small.csv", "--out", "{tmp}/x", "--heads", "3"), "divisible"),
+    (("train", "data/small.csv", "--out", "{tmp}/x", "--device", "cuda"), "cuda|CUDA"),
+    (("train", "data/small.csv", "--out", "{tmp}/x", "--epochs", "many"), "invalid int"),
+    (("train", "data/small.csv", "--out", "{tmp}/x", "--threads", "0"), "num_threads"),
+    (("predict", "{tmp}/no_run", "hello"), "not found"),
+    (("predict", "RUN", "xqzzy qqqzz"), "none of the words"),
+    (("evaluate", "RUN", "{tmp}/one_class.csv", "--label-col", "label"), "only one"),
+    (("predict", "RUN", "good", "--knock-out", "3.9"),
+     r"head 3\.9 does not exist — this model has heads 1–2 in layer 1 and in the pooling attention: write them as "
+     r"LAYER\.HEAD or pooling\.HEAD, e\.g\. 1\.2,pooling\.1 \(pooling\.1 is also 2\.1\)"),
+    (("predict", "RUN", "good", "--knock-out", "pooling.3"), "head pooling.3 does not exist"),
+    (("predict", "RUN", "good", "--knock-out", "1,2"), "not LAYER.HEAD"),
+    (("predict", "RUN", "good", "--knock-out", "1.1", "--knock-out-mode", "half"), "invalid choice"),
+    (("explain", "RUN", ""), "empty"),
+    (("explain", "RUN", "xqzzy qqqzz"), "none of the words"),
+    (("faithfulness", "RUN", "{tmp}/other_labels.csv"), r"labels \['great', 'poor'\] are not among"),
+    (("faithfulness", "RUN", "data/small.csv", "--text-col", "nope"), "nope"),
+    (("faithfulness", "RUN", "--label-col", "label"), "go with a CSV"),
+]
+
+
+def _check_bad_input(cli, trained: Path, tmp_path: Path, args: tuple[str, ...], message: str) -> None:
     (tmp_path / "empty.csv").write_bytes(b"")
     (tmp_path / "header.csv").write_text("text,label\n")
     (tmp_path / "one_class.csv").write_text("text,label\ngood,pos\nnice,pos\n")
@@ -218,6 +213,20 @@ def test_bad_input_exits_2_with_one_line_error(trained, tmp_path, args, message)
     assert re.search(message, lines[0]), lines[0]
 
 
+@pytest.mark.parametrize(("args", "message"), BAD_INPUT)
+def test_bad_input_exits_2_with_one_line_error(cli, trained, tmp_path, args, message):
+    _check_bad_input(cli, trained, tmp_path, args, message)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    case for case in BAD_INPUT
+    if (case[0][0], case[1]) in {("train", "not found"), ("train", "invalid int"), ("predict", "none of the words")}
+])
+def test_bad_input_exits_2_with_one_line_error_from_a_process(trained, tmp_path, args, message):
+    """A data error, a usage error (argparse's) and a run's error, as a process ends: status 2, one line, no traceback."""
+    _check_bad_input(cli_process, trained, tmp_path, args, message)
+
+
 def _tree(root: Path) -> dict[str, bytes | None]:
     return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))}
 
@@ -234,7 +243,7 @@ def _tree(root: Path) -> dict[str, bytes | None]:
         ("{tmp}/" + "n" * 300, "cannot write a run to .*too long"),
     ],
 )
-def test_train_refuses_an_output_path_before_training_and_touches_nothing(trained, tmp_path, out, message):
+def test_train_refuses_an_output_path_before_training_and_touches_nothing(cli, trained, tmp_path, out, message):
     mine = tmp_path / "mine"
     (mine / "photos").mkdir(parents=True)
     (mine / "notes.txt").write_text("a user's notes")
@@ -253,7 +262,7 @@ def test_train_refuses_an_output_path_before_training_and_touches_nothing(traine
     assert _tree(tmp_path) == before and _tree(trained) == run_before  # byte for byte
 
 
-def test_overwrite_replaces_a_run_but_never_other_files(tmp_path):
+def test_overwrite_replaces_a_run_but_never_other_files(cli, tmp_path):
     out = tmp_path / "run"
     args = ("train", "data/small.csv", "--out", str(out), "--epochs", "1", "--layers", "1", "--heads", "1",
             "--threads", "1", "--quiet")
@@ -270,14 +279,14 @@ def test_overwrite_replaces_a_run_but_never_other_files(tmp_path):
     assert (out / "keep-me.txt").read_text() == "mine"
 
 
-def test_a_failed_training_leaves_no_empty_output_folder(tmp_path):
+def test_a_failed_training_leaves_no_empty_output_folder(cli, tmp_path):
     (tmp_path / "one_class.csv").write_text("text,label\ngood,pos\nnice,pos\n")
     r = cli("train", str(tmp_path / "one_class.csv"), "--out", str(tmp_path / "new" / "run"))
     assert r.returncode == 2 and "only one" in r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one_class.csv"]
 
 
-def test_train_into_an_empty_folder(tmp_path):
+def test_train_into_an_empty_folder(cli, tmp_path):
     (tmp_path / "empty").mkdir()
     r = cli("train", "data/small.csv", "--out", str(tmp_path / "empty"), "--epochs", "1", "--layers", "1", "--heads", "1",
             "--threads", "1", "--quiet")
@@ -344,9 +353,8 @@ def workspace_run(tmp_path_factory) -> tuple[Path, str]:
 
     root, token = tmp_path_factory.mktemp("shared") / "runs", new_token()
     env = {**os.environ, "ATTENTION_PLAYGROUND_RUNS": str(root)}
-    r = subprocess.run([sys.executable, "-m", "attention_core", "train", "data/small.csv", "--workspace",
-                        f"http://localhost:8501/?w={token}", "--name", "cli-run", *TINY],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    r = cli_process("train", "data/small.csv", "--workspace", f"http://localhost:8501/?w={token}", "--name", "cli-run",
+                    *TINY, env=env)
     assert r.returncode == 0, r.stderr
     return root, token
 

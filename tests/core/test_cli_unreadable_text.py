@@ -1,10 +1,10 @@
 """Input that cannot teach anything, end to end: the command line and the app refuse a text column
-the word vectors (almost) cannot read, warn about one they read poorly, and call an empty sentence empty."""
+the word vectors (almost) cannot read, warn about one they read poorly, and call an empty sentence empty. The
+command line's refusal is tested once as a process ends (``cli_process``), the rest through its ``main`` in this
+process (the ``cli`` fixture: tests.helpers.cli)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core import load_embeddings
 from tests.helpers.apptest import page_job
+from tests.helpers.cli import cli_process
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 90
@@ -30,11 +31,6 @@ HINT = ("choose the column that holds the sentences, or for text in another lang
 WARNED = "the word vectors know only"
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "attention_core", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
-
-
 def csv_bytes(texts: list[str], labels: list[str] = LABELS) -> bytes:
     """A CSV with an order number, the text and the label (texts quoted: they hold commas)."""
     rows = [f'{100_000 + 7_919 * i},"{t}",{y}\n' for i, (t, y) in enumerate(zip(texts, labels, strict=True))]
@@ -46,14 +42,14 @@ TRAIN = ("--epochs", "1", "--layers", "1", "--heads", "2", "--threads", "1", "--
 
 def test_cli_refuses_the_wrong_column_before_training_naming_it_and_two_values(tmp_path):
     (tmp_path / "shop.csv").write_bytes(csv_bytes(ENGLISH))
-    r = cli("train", str(tmp_path / "shop.csv"), "--text-col", "order", "--out", str(tmp_path / "run"), *TRAIN)
+    r = cli_process("train", str(tmp_path / "shop.csv"), "--text-col", "order", "--out", str(tmp_path / "run"), *TRAIN)
     assert r.returncode == 2, r.stderr
     assert r.stderr.splitlines() == [
         f"error: column 'order' {REFUSED} (0.0% of its text; its values are like '100000', '107919') — {HINT}"]
     assert not (tmp_path / "run").exists() and r.stdout == ""
 
 
-def test_cli_refuses_text_in_a_script_glove_cannot_read(tmp_path):
+def test_cli_refuses_text_in_a_script_glove_cannot_read(cli, tmp_path):
     (tmp_path / "zh.csv").write_bytes(csv_bytes(CHINESE))
     r = cli("train", str(tmp_path / "zh.csv"), "--out", str(tmp_path / "run"), *TRAIN)
     assert r.returncode == 2, r.stderr
@@ -63,7 +59,7 @@ def test_cli_refuses_text_in_a_script_glove_cannot_read(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_cli_refuses_words_outside_the_seeds_vocabulary(tmp_path):
+def test_cli_refuses_words_outside_the_seeds_vocabulary(cli, tmp_path):
     emb = load_embeddings()
     rare = [w for w in emb._words[60_000:60_200] if w.isalpha()][:16]  # GloVe knows them, its top 10,000 do not
     (tmp_path / "rare.csv").write_bytes(csv_bytes([f"{a} {b}" for a, b in zip(rare[::2], rare[1::2], strict=True)]))
@@ -72,7 +68,7 @@ def test_cli_refuses_words_outside_the_seeds_vocabulary(tmp_path):
     assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith(f"error: column 'review' {REFUSED}")
 
 
-def test_cli_warns_about_text_the_vectors_read_poorly_and_trains(tmp_path):
+def test_cli_warns_about_text_the_vectors_read_poorly_and_trains(cli, tmp_path):
     (tmp_path / "fr.csv").write_bytes(csv_bytes(FRENCH))
     r = cli("train", str(tmp_path / "fr.csv"), "--out", str(tmp_path / "run"), *TRAIN)
     assert r.returncode == 0, r.stderr
@@ -81,7 +77,7 @@ def test_cli_warns_about_text_the_vectors_read_poorly_and_trains(tmp_path):
     assert (tmp_path / "run" / "model.safetensors").exists()
 
 
-def test_cli_trains_on_english_without_a_word_about_it(tmp_path):
+def test_cli_trains_on_english_without_a_word_about_it(cli, tmp_path):
     (tmp_path / "en.csv").write_bytes(csv_bytes(ENGLISH))
     r = cli("train", str(tmp_path / "en.csv"), "--out", str(tmp_path / "run"), *TRAIN)
     assert r.returncode == 0, r.stderr
@@ -90,7 +86,7 @@ def test_cli_trains_on_english_without_a_word_about_it(tmp_path):
 
 
 @pytest.mark.parametrize("text", ["", "   "])
-def test_cli_predict_of_an_empty_sentence_says_it_is_empty(text):
+def test_cli_predict_of_an_empty_sentence_says_it_is_empty(cli, text):
     r = cli("predict", str(ROOT / "data" / "default_run"), text)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.splitlines() == ["error: the sentence is empty — type a sentence, e.g. 'the food was good'"]

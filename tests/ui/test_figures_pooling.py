@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attention_core import Run, load_run, save_run
+from attention_core import Run, save_run
 from attention_core.model import AttentionClassifier, ModelConfig
 from tests.helpers.apptest import array, chart, live_chart, page_job
 from ui import figures, preview
@@ -299,6 +299,7 @@ def rollout_view(path: Path) -> AppTest:
 
     def script(path: str) -> None:
         from attention_core.explain import explain
+        from attention_core.runs import load_run  # the script runs alone: this module's imports are not there
         from ui import inspect_views
 
         run = load_run(path)
