@@ -135,29 +135,32 @@ def test_a_sequence_is_one_ticket_that_goes_back_to_the_end_of_the_line_after_ea
 
 def test_tickets_ended_from_many_threads_never_exceed_the_slots():
     q, launched = fake_queue(3)
-    started: stdlib_queue.Queue[Ticket] = stdlib_queue.Queue()
-    most = [0]
+    started: stdlib_queue.Queue[Ticket | None] = stdlib_queue.Queue()
+    most, ended, lock, all_ended = [0], [0], threading.Lock(), threading.Event()
+    submitters, per_submitter = 4, 50
 
     def launch(t: Ticket) -> None:
         most[0] = max(most[0], len(q.running))
         started.put(t)
 
-    def ender() -> None:
+    def ender() -> None:  # ends each launched ticket; the one that ends the last says so
         while (t := started.get()) is not None:
             t.done()
+            with lock:
+                ended[0] += 1
+                if ended[0] == submitters * per_submitter:
+                    all_ended.set()
 
     enders = [threading.Thread(target=ender) for _ in range(4)]
     for t in enders:
         t.start()
-    submitters = [threading.Thread(target=lambda i=i: [q.submit(f"{i}-{k}", launch) for k in range(50)])
-                  for i in range(4)]
-    for t in submitters:
+    threads = [threading.Thread(target=lambda i=i: [q.submit(f"{i}-{k}", launch) for k in range(per_submitter)])
+               for i in range(submitters)]
+    for t in threads:
         t.start()
-    for t in submitters:
+    for t in threads:
         t.join()
-    while q.running or q.waiting:  # each launch is ended by an ender: wait for the line to empty
-        t = started.get()
-        t.done()
+    assert all_ended.wait(60), f"{ended[0]} of {submitters * per_submitter} tickets ended"
     for _ in enders:
         started.put(None)
     for t in enders:
