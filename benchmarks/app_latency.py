@@ -48,6 +48,7 @@ Run: ``python benchmarks/app_latency.py`` (≈ 9–10 min); prints a table and a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -86,19 +87,20 @@ class ColdStart:
     warm: list[float]
 
 
-def cold_start(pw, runs: Path, repeats: int = 3, *, at_once: bool = False, warm: int = 10) -> list[ColdStart]:
+def cold_start(pw, runs: Path, repeats: int = 3, *, at_once: bool = False, warm: int = 10,
+               root: Path = ROOT) -> list[ColdStart]:
     """``repeats`` cold starts. The browser opens the page once the server's health check answers. The
     first heatmap is the bundled model's saved answer to the first example (ui/preview.py), drawn
     before torch is loaded; the model loads behind it. The first typed sentence is typed at a
     person's pace (``PERSON_KEY_DELAY_MS``), or with ``at_once`` filled in the moment the first
-    heatmap shows (the server may still be loading the model then)."""
+    heatmap shows (the server may still be loading the model then). ``root``: the checkout whose app runs."""
     browser = launch_browser(pw)
     starts = []
     try:
         for _ in range(repeats):
             page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
             t0 = time.perf_counter()
-            with app_server(runs) as url:
+            with app_server(runs, root=root) as url:
                 page.goto(url)
                 main = page.get_by_test_id("stMain")
                 main.locator("g.ytick text", has_text="food").first.wait_for(timeout=60_000)
@@ -118,6 +120,32 @@ def cold_start(pw, runs: Path, repeats: int = 3, *, at_once: bool = False, warm:
     finally:
         browser.close()
     return starts
+
+
+def cold_start_figures(person: list[ColdStart], at_once: list[ColdStart]) -> dict[str, object]:
+    """The cold-start part's figures from its starts (a person's pace, and at once)."""
+    warm = [s for start in person for s in start.warm]
+    firsts = [round(s.first_heatmap, 2) for s in person + at_once]
+    typed = [round(s.first_typed, 2) for s in person]
+    return {
+        "cold_start_seconds": firsts,
+        "cold_start_median_s": round(statistics.median(firsts), 2),
+        "first_typed_sentence_s": typed,  # typed at a person's pace
+        "first_typed_sentence_median_s": round(statistics.median(typed), 2),
+        "first_typed_at_once_s": [round(s.first_typed, 2) for s in at_once],  # the moment the first heatmap shows
+        "warm_sentence_to_heatmap_ms_median": round(statistics.median(warm) * 1000, 1),
+        "warm_sentence_to_heatmap_ms_max": round(max(warm) * 1000, 1),
+    }
+
+
+@contextlib.contextmanager
+def checkout(rev: str, folder: Path):
+    """A detached git worktree of ``rev`` at ``folder``, removed on exit."""
+    subprocess.run(["git", "worktree", "add", "--detach", str(folder), rev], cwd=ROOT, check=True, capture_output=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(folder)], cwd=ROOT, check=False, capture_output=True)
 
 
 def sentence_latency(page, url: str, n: int = 10) -> list[float]:
@@ -346,6 +374,8 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=3, help="cold starts to take the median of (default 3)")
     parser.add_argument("--four-runs", type=int, default=3, help="runs of the four-sessions part (default 3)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: the cold-start part, one start each way")
+    parser.add_argument("--against", metavar="REV", help="also time the cold start of this commit's app, in turn with "
+                                                         "this one's (a git worktree of it, removed afterwards)")
     args = parser.parse_args()
     if args.quick:
         args.only, args.starts = "cold_start", 1
@@ -354,18 +384,24 @@ def main() -> None:
     subprocess.run([sys.executable, "-c", "import torch"], check=True)
     results["reference_import_torch_s"] = round(time.perf_counter() - t0, 2)
     results["load_average_1_min"] = round(os.getloadavg()[0], 2)  # other work on the machine (2 cores)
-    with sync_playwright() as pw, tempfile.TemporaryDirectory() as tmp:
+    with sync_playwright() as pw, tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         runs = Path(tmp)
-        person = cold_start(pw, runs / "cold", repeats=args.starts, warm=3 if args.quick else 10)
-        at_once = cold_start(pw, runs / "cold-at-once", repeats=args.starts, at_once=True, warm=0)
-        warm = [s for start in person for s in start.warm]
-        results["cold_start_seconds"] = [round(s.first_heatmap, 2) for s in person + at_once]
-        results["cold_start_median_s"] = round(statistics.median(results["cold_start_seconds"]), 2)
-        results["first_typed_sentence_s"] = [round(s.first_typed, 2) for s in person]  # at a person's pace
-        results["first_typed_sentence_median_s"] = round(statistics.median(results["first_typed_sentence_s"]), 2)
-        results["first_typed_at_once_s"] = [round(s.first_typed, 2) for s in at_once]  # the moment the heatmap shows
-        results["warm_sentence_to_heatmap_ms_median"] = round(statistics.median(warm) * 1000, 1)
-        results["warm_sentence_to_heatmap_ms_max"] = round(max(warm) * 1000, 1)
+        roots = {"this": ROOT}
+        if args.against:  # the same starts of another commit's app, taken in turn with this one's
+            roots[args.against] = stack.enter_context(checkout(args.against, Path(tmp) / "against"))
+        person: dict[str, list[ColdStart]] = {name: [] for name in roots}
+        at_once: dict[str, list[ColdStart]] = {name: [] for name in roots}
+        for _ in range(args.starts):
+            for name, root in roots.items():
+                person[name] += cold_start(pw, runs / "cold", repeats=1, warm=3 if args.quick else 10, root=root)
+            for name, root in roots.items():
+                at_once[name] += cold_start(pw, runs / "cold-at-once", repeats=1, at_once=True, warm=0, root=root)
+        for name in roots:
+            figures = cold_start_figures(person[name], at_once[name])
+            if name == "this":
+                results.update(figures)
+            else:
+                results["against"] = {"commit": name, **figures}
         cold_goals = [
             ("first heatmap after `streamlit run` (median)", results["cold_start_median_s"], "≤ 3.5 s",
              results["cold_start_median_s"] <= 3.5),
@@ -374,6 +410,11 @@ def main() -> None:
             ("warm sentence → heatmap (median)", results["warm_sentence_to_heatmap_ms_median"], "≤ 150 ms",
              results["warm_sentence_to_heatmap_ms_median"] <= 150),
         ]
+        if "against" in results:  # side by side: this commit, the other, and their ratio
+            other = results["against"]
+            for key in ("cold_start_median_s", "first_typed_sentence_median_s", "warm_sentence_to_heatmap_ms_median"):
+                print(f"{key:48} this {results[key]!s:>8}   {other['commit']} {other[key]!s:>8}   "
+                      f"ratio {results[key] / other[key]:.2f}")
         if args.only == "cold_start":
             for name, value, goal, met in cold_goals:
                 print(f"{name:48} {value!s:>14}   goal {goal:10} {'met' if met else 'NOT MET'}")

@@ -7,10 +7,12 @@ component (a few lines of JavaScript in the page itself, ``live_chart/live_chart
 each new figure with ``Plotly.react``.
 
 plotly.js: Streamlit's own bundle of it sets ``window.Plotly`` when the page shows any
-``st.plotly_chart``, and the live charts use that. On a page without one, they load the copy
-that ships inside the ``plotly`` Python package (nothing is fetched from the internet), once
-per page; Streamlit serves it through its static route for v1 components, which serves files
-only from inside a declared folder, so it is copied once into a cache folder.
+``st.plotly_chart``, and the live charts use that. On a page without one, they load plotly.js's
+"cartesian" bundle kept beside this module (``live_chart/plotly-cartesian.min.js``, the release of
+the plotly package's own plotly.js, a third of its size: the home page's first heatmap waits for the
+browser to load it), once per page; nothing is fetched from the internet. Streamlit serves it
+through its static route for v1 components, which serves files only from inside a declared folder,
+so it is copied once into a cache folder.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ import streamlit.components.v1 as components_v1
 from ui import projector
 
 _JS = (Path(__file__).with_name("live_chart") / "live_chart.js").read_text(encoding="utf-8")
-PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+# plotly.js's "cartesian" bundle (npm plotly.js-cartesian-dist-min, MIT): every trace type a live chart
+# draws (heatmap, bar, scatter), a third of the full bundle the plotly package ships.
+PLOTLY_JS = Path(__file__).with_name("live_chart") / "plotly-cartesian.min.js"
 _ASSETS = "live_plotly_assets"
 
 _chart = st.components.v2.component("attention_playground.live_plotly_chart", js=_JS, isolate_styles=False)
@@ -43,9 +47,9 @@ def _cache_root() -> Path:
 
 @lru_cache(maxsize=1)
 def asset_dir() -> Path:
-    """A folder holding plotly.min.js, copied from the plotly package once per plotly version."""
+    """A folder holding plotly.min.js (:data:`PLOTLY_JS`), copied once per plotly version."""
     for root in (_cache_root(), Path(tempfile.gettempdir()) / "attention-playground"):
-        target = root / f"plotly-js-{plotly.__version__}"
+        target = root / f"plotly-js-cartesian-{plotly.__version__}"
         if (target / "plotly.min.js").is_file():
             return target
         try:

@@ -59,15 +59,15 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def app_server(runs_dir: Path, port: int | None = None, timeout: float = 60.0,
-               env: dict[str, str] | None = None) -> Iterator[str]:
-    """``streamlit run app.py`` on 127.0.0.1 (``env``: added to its environment); yields its URL once
-    /_stcore/health answers ok."""
+               env: dict[str, str] | None = None, root: Path = ROOT) -> Iterator[str]:
+    """``streamlit run app.py`` on 127.0.0.1 (``env``: added to its environment) from the checkout at ``root``;
+    yields its URL once /_stcore/health answers ok."""
     port = port or free_port()
     env = {**os.environ, "ATTENTION_PLAYGROUND_RUNS": str(runs_dir), **(env or {})}
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1", "--server.port",
            str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
            "--server.fileWatcherType", "none"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     log: list[bytes] = []  # drained all along: a full pipe would block the server (and its jobs) on their next log line
     threading.Thread(target=lambda: log.extend(iter(proc.stdout.readline, b"")), daemon=True).start()
     url = f"http://127.0.0.1:{port}"

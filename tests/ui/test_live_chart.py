@@ -11,7 +11,11 @@ from streamlit.testing.v1 import AppTest
 
 from ui import live_chart
 
-PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+PACKAGED = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # the full bundle the plotly package ships
+PLOTLY_JS = live_chart.PLOTLY_JS
+# What plotly.js's cartesian bundle registers (its README): every live chart's traces must be among them.
+CARTESIAN_TRACES = {"bar", "box", "contour", "heatmap", "histogram", "histogram2d", "histogram2dcontour", "image", "pie",
+                    "scatter", "scatterternary", "violin"}
 
 
 @pytest.fixture
@@ -22,7 +26,7 @@ def fresh_cache(tmp_path, monkeypatch):
     live_chart.asset_dir.cache_clear()
 
 
-def test_asset_folder_holds_the_packaged_plotly_js(fresh_cache):
+def test_asset_folder_holds_the_bundled_plotly_js(fresh_cache):
     folder = live_chart.asset_dir()
     assert folder.parent == fresh_cache / "attention-playground"
     assert (folder / "plotly.min.js").read_bytes() == PLOTLY_JS.read_bytes()
@@ -30,6 +34,35 @@ def test_asset_folder_holds_the_packaged_plotly_js(fresh_cache):
     live_chart.asset_dir.cache_clear()
     assert live_chart.asset_dir() == folder  # made once, then reused
     assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")]  # no staging folder left
+
+
+def test_the_bundle_is_the_plotly_js_release_the_plotly_package_writes_figures_for():
+    """The live charts draw the plotly package's figures with plotly.js's cartesian bundle: the same release
+    (an upgrade of plotly must bring the bundle of its plotly.js along, from npm's plotly.js-cartesian-dist-min)."""
+    import re
+
+    def release(path: Path) -> str:
+        return re.search(r"plotly\.js(?: \(cartesian - minified\))? (v[0-9.]+)", path.read_text(encoding="utf-8")[:300]).group(1)
+
+    assert "cartesian" in PLOTLY_JS.read_text(encoding="utf-8")[:100]
+    assert release(PLOTLY_JS) == release(PACKAGED)
+    assert PLOTLY_JS.stat().st_size < PACKAGED.stat().st_size / 2
+
+
+def test_every_live_chart_draws_traces_the_bundle_has():
+    import numpy as np
+
+    from attention_core.history import EpochRecord
+    from ui import faithfulness_figures, figures
+
+    w = np.full((2, 2, 3, 3), 1 / 3)
+    drawn = [figures.attention_heatmap(w[0, 0], ["a", "b", "c"]), figures.attention_heatmap(w[0, 0], ["a", "b", "c"], pooling=True),
+             figures.probability_bars({"neg": 0.4, "pos": 0.6}, predicted="pos"),
+             faithfulness_figures.knocked_out_grid(w, ["a", "b", "c"], [(0, 1)], ["layer 1", "layer 2"]),
+             figures.LiveTrainingCurves()([EpochRecord(1, 0.7, 0.5, 0.6, 0.6, 1.0, 100.0), EpochRecord(2, 0.5, 0.7, 0.5, 0.7, 2.0, 100.0)],
+                                          [0.8, 0.7, 0.6, 0.5])]
+    types = {trace.type for fig in drawn for trace in fig.data}
+    assert {"heatmap", "bar", "scatter"} <= types <= CARTESIAN_TRACES
 
 
 def test_an_unwritable_cache_falls_back_to_the_temp_folder(tmp_path, monkeypatch):
