@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.e2e  # whole programs, minutes each: in the full run (CI), not the quick one
 
 
 def run_benchmark(*args: str, timeout: float = 900) -> dict:
@@ -31,7 +32,6 @@ def test_the_engine_benchmarks_run_quick(tmp_path):
     assert {"train_throughput", "predict_latency", "seed_vs_numpy"} <= set(saved["sections"])
 
 
-@pytest.mark.e2e
 def test_the_app_latency_benchmark_runs_quick():
     figures = run_benchmark("benchmarks/app_latency.py", "--quick")
     assert len(figures["cold_start_seconds"]) == 2  # one start with the sentence typed at a person's pace, one at once
@@ -40,7 +40,6 @@ def test_the_app_latency_benchmark_runs_quick():
                                          "first typed sentence, person's pace (median)", "warm sentence → heatmap (median)"}
 
 
-@pytest.mark.e2e
 def test_the_classroom_benchmark_runs_quick():
     figures = run_benchmark("benchmarks/classroom.py", "--quick")
     assert figures["learners"] == 2 and figures["all_finished"] and figures["each_sees_own_run_only"]
