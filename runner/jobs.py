@@ -3,19 +3,18 @@
 The page checks its settings (:meth:`~attention_core.training.TrainerSpec.check`: a bad one
 fails at once, with its hint) and hands a :class:`~attention_core.training.TrainerSpec` to a
 :class:`TrainingJob`, which sends it to a process forked by the job host (:mod:`runner.worker`:
-torch, ``attention_core`` and GloVe already loaded, so a job starts in milliseconds); that
-process builds the :class:`~attention_core.Trainer` (tokenizing and encoding the data, ~0.1 s
-that the server, busy with every learner's page, does not spend). A built ``Trainer`` is
-accepted too. Why a process: on two cores, a training thread inside the Streamlit server
-held the GIL for most of each step, so the server's event loop (page updates, health checks,
-other sessions) waited behind it; with four sessions training, health checks took up to half
-a second.
+torch, ``attention_core`` and GloVe already loaded, so a job imports nothing); that
+process builds the :class:`~attention_core.Trainer` (tokenizing and encoding the data, work
+that the server, busy with every learner's page, does not do). A built ``Trainer`` is
+accepted too. Why a process: a training thread inside the Streamlit server would hold the
+GIL for most of each step, so the server's event loop (page updates, health checks, other
+sessions) would wait behind it (figures: benchmarks/README.md).
 
 The messages on the job's connection are the dataclasses of :mod:`runner.protocol`: a
 ``JobRequest``, then ``Command`` values from the page; ``Started``, ``Stepped`` (at most every
 0.1 s), ``EpochDone``, ``ProbeRecorded``, ``Idle`` and last ``Ended`` or ``Failed`` from the job.
-The validation predictions are made by the job's process, so that four jobs ending at once do
-not keep the server busy for a second with them.
+The validation predictions are made by the job's process, so that jobs ending at once do
+not keep the server busy with them.
 
 A thread in the server (one per job, asleep in ``recv``) appends the trainer's records to the job's
 :class:`~attention_core.history.History` (the class a saved run has) and keeps its latest step; the
@@ -68,7 +67,8 @@ from runner.protocol import (
 )
 from runner.queue import Ticket, TrainingQueue
 
-# Seconds without a heartbeat before a job stops itself (5 s was too short under load). The
+# Seconds without a heartbeat before a job stops itself (room for heartbeats delayed by a busy server;
+# benchmarks/README.md). The
 # page watching a job sends them, and the app's other pages do too (ui.background).
 ORPHAN_AFTER = float(os.environ.get("ATTENTION_PLAYGROUND_ORPHAN_AFTER", 90))
 HEARTBEAT_EVERY = 1.0  # the page sends at most one heartbeat a second
@@ -78,8 +78,8 @@ HOST_START_TIMEOUT = 120.0  # importing torch on a busy machine
 # learners' jobs, two OpenMP threads collapse. 0 = choose by measuring while training
 # (attention_core.threads.ThreadTuner), faster for a lone unwatched job. Measured in benchmarks/README.md.
 JOB_THREADS = int(os.environ.get("ATTENTION_PLAYGROUND_JOB_THREADS", 1))
-# Scheduling priority of the training processes (nice). 0: a higher nice let the learners' browsers
-# starve the trainings without making the server answer faster (benchmarks/README.md).
+# Scheduling priority of the training processes (nice). 0: at a higher nice the learners' browsers
+# starve the trainings and the server answers no faster (benchmarks/README.md).
 JOB_NICE = int(os.environ.get("ATTENTION_PLAYGROUND_JOB_NICE", 0))
 # Seconds of training before a job's pace counts for the queue's wait estimate: its first steps are
 # few and slower (warm-up), and a pace taken from them overestimates the time left.
@@ -112,10 +112,8 @@ def live_refresh_seconds(jobs: int | None = None) -> float:
 
     0.4 s while at most two jobs train; with more, the interval grows in steps (0.8 s for three
     or four jobs, 1.2 s for five or six…), so all live views together redraw about five times a
-    second. Each redraw is a script run on the server and ~0.1 s of work for the watching
-    browser. Measured on 2 cores with four sessions training and watched: at 0.4 s each, health
-    checks took up to 170–400 ms; at 0.8 s, under 90 ms, and the four trainings ended in half the
-    time.
+    second. Each redraw is a script run on the server and work for the watching browser; what
+    the slower pace buys: benchmarks/README.md.
     """
     n = active_jobs() if jobs is None else jobs
     return LIVE_REFRESH * max(1, math.ceil(n / FULL_RATE_JOBS))

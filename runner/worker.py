@@ -7,7 +7,7 @@ child reads one :class:`~runner.protocol.JobRequest` (a :class:`~attention_core.
 or a not yet run :class:`~attention_core.Trainer`, the runs folder and the run's name), builds the
 trainer, trains it, reports progress on the same connection (the :mod:`runner.protocol`
 messages) and saves the run. Forking from this small
-single-threaded process starts a job in a few milliseconds with nothing to import; forking the
+single-threaded process starts a job with nothing to import; forking the
 Streamlit server itself would copy its threads and state.
 
 The host has no work of its own and exits when the server does (its stdin closes). A job
@@ -213,7 +213,7 @@ def main() -> None:
     load_embeddings()  # the GloVe index and memory map, inherited by every job; any vocabulary limit reuses them
     import torch
 
-    torch.optim.AdamW([torch.zeros(1, requires_grad=True)])  # a process's first optimizer imports torch._dynamo (~1 s)
+    torch.optim.AdamW([torch.zeros(1, requires_grad=True)])  # a process's first optimizer imports torch._dynamo: once, here
     serve(address, authkey)
 
 

@@ -4,8 +4,8 @@ A training job stops itself when nobody has asked after it for a while (``runner
 that is how the training of a closed tab ends. The page that started a job asks after it while
 it is open; on every other page the router (``app.py``) calls :func:`keep_alive`, which keeps
 asking, shows each job's progress in the sidebar with a link back to its page, and says when
-it has ended. Without it a learner who read the Self-attention page for two minutes while a
-run trained came back to a run stopped half-way.
+it has ended. Without it a learner who reads another page for longer than that while a run
+trains comes back to a run stopped half-way.
 
 The jobs themselves are kept in the server's registry (:mod:`runner.registry`, for the workspace); the
 session keeps only which of them it follows, by number, one per page that trains.

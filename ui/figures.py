@@ -21,9 +21,9 @@ from attention_core.map_names import short_map_name
 
 COLORSCALE = "Blues"
 # plotly_white, keeping only what the app's charts use (every heatmap names its colour scale;
-# no 3-D, map or polar charts): plotly deep-copies a figure's template each time one is built
-# (~9 ms for plotly_white, most of the cost of building a heatmap), and every figure sent to the
-# browser carries it (7 KB), to be read again on every redraw of a live chart.
+# no 3-D, map or polar charts): plotly deep-copies a figure's template each time one is built,
+# and every figure sent to the browser carries it, to be read again on every redraw of a live
+# chart (figures: benchmarks/README.md).
 _WHITE = pio.templates["plotly_white"].to_plotly_json()
 pio.templates["attention_playground"] = go.layout.Template(
     data={
@@ -41,10 +41,9 @@ P = ParamSpec("P")
 def themed(make: Callable[P, go.Figure]) -> Callable[P, go.Figure]:
     """A figure function whose figures get the app's template: made plotly's default while they are
     built, so each figure takes it at its construction, where plotly applies the default without
-    validating it again. Naming it in each figure's ``update_layout`` instead validated and
-    deep-copied it for every figure built: 5× the rest of a heatmap's cost, in the server's
-    interpreter lock, for every redraw of every watched training (benchmarks/README.md,
-    "classroom"). Set on each call: importing Streamlit sets its own template as the default."""
+    validating it again. Naming it in each figure's ``update_layout`` instead would validate and
+    deep-copy it for every figure built, in the server's interpreter lock, for every redraw of
+    every watched training (figures: benchmarks/README.md). Set on each call: importing Streamlit sets its own template as the default."""
 
     @functools.wraps(make)
     def build(*args: P.args, **kwargs: P.kwargs) -> go.Figure:
@@ -310,10 +309,10 @@ def training_curves(epochs: Sequence[EpochRecord], step_losses: Sequence[float] 
 class LiveTrainingCurves:
     """:func:`training_curves` for a chart redrawn several times a second while a job trains.
 
-    Building the figure costs ~30 ms of the server's time (``make_subplots`` and plotly's
-    validation); with four sessions polling 2.5 times a second that kept the server busy.
-    This keeps one figure and, while its set of lines stays the same, only replaces their
-    data (~4 ms). A training's history is handed as it is, with how many of its step losses to draw
+    Building the figure (``make_subplots`` and plotly's validation) is the costly part of a
+    redraw, and every watched training redraws 2.5 times a second. This keeps one figure and,
+    while its set of lines stays the same, only replaces their data (figures: benchmarks/README.md).
+    A training's history is handed as it is, with how many of its step losses to draw
     (its lists only grow while it trains): only the drawn points are copied.
     """
 

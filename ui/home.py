@@ -31,7 +31,7 @@ def home() -> None:
         "Learn how attention works by looking inside a real model. Type a sentence: a small attention "
         "classifier reads it, predicts its sentiment, and shows you which words each word attended to."
     )
-    # On a cold start the browser fetches and compiles plotly.js (~1 s) only when asked. The live
+    # On a cold start the browser fetches and compiles plotly.js only when asked. The live
     # charts' preload asks now, while the server imports what the page needs and builds it.
     from ui import live_chart
 

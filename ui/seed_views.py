@@ -26,8 +26,8 @@ VARIANTS = {
     "default": "Default preset",
 }
 SHORT = {"frozen": "Seed, head frozen", "head": "Seed, head trained", "default": "Default"}
-# Seconds per SGD step of a seed variant on an idle 2-core machine (benchmarks/run.py --only seed_vs_numpy),
-# and per variant for starting its process and saving its run: for the estimate shown before training.
+# Seconds per SGD step of a seed variant, and per variant for starting its process and saving its run:
+# for the estimate shown before training (where they come from: benchmarks/README.md).
 STEP_SECONDS, VARIANT_SECONDS = 37e-6, 0.5
 
 

@@ -101,8 +101,8 @@ def progress(snap: JobStatus, history: History, key: str = "train") -> None:
     """The live progress line and curves of a job (redrawn 2.5 times a second), from its status and its
     history (read up to the lengths the status took).
 
-    The curves' figure is kept in the session and only its data replaced: building it anew
-    cost ~30 ms of the server's time per redraw. The chart is a :func:`live_plotly_chart`,
+    The curves' figure is kept in the session and only its data replaced
+    (:class:`~ui.figures.LiveTrainingCurves`). The chart is a :func:`live_plotly_chart`,
     updated in place in the browser, also when the job ends (a zoom survives; the browser
     does not build the chart again while it draws the results).
     """
@@ -328,7 +328,7 @@ def results(run: Run, run_path: Path | None, probs: np.ndarray | None = None) ->
         st.info(f"This run had no validation share, so there are no validation metrics. Kept model: {kept}, the "
                 "last one (without validation rows there is no best epoch to go back to).")
     if run_path is not None and run_path.is_dir():  # (not deleted since from the runs list)
-        # Zipped when clicked (~50 ms and 1.3 MB for the default model), not on every redraw of the page.
+        # Zipped when clicked, not on every redraw of the page (its cost: benchmarks/README.md).
         st.download_button("⬇ Download run (.zip: model, config, history)", lambda: run_to_zip(run_path),
                            file_name=f"{run_path.name}.zip", mime="application/zip", key="train_download")
 
@@ -384,8 +384,8 @@ def _run_row(path: Path) -> dict:
 @st.cache_data(max_entries=512, show_spinner=False)
 def _read_run_row(stamp: tuple) -> dict:
     """``stamp``: :func:`attention_core.run_folders.run_stamp`, so an edited run is read again. A history
-    holds every step's loss and the probe sentences' attention (~0.5 MB): parsing each on every
-    redraw of the page cost ~5 ms per saved run. The accuracy is the kept model's (the one the
+    holds every step's loss and the probe sentences' attention: each run is parsed once per change
+    of its files, not on every redraw of the page (figures: benchmarks/README.md). The accuracy is the kept model's (the one the
     run's results show), not the last epoch's."""
     path = Path(stamp[0])
     try:
