@@ -3,6 +3,7 @@ test module defines one again), and the e2e mark of the browser tests."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -114,6 +115,13 @@ def server(request, tmp_path_factory):
     env = {"ATTENTION_PLAYGROUND_CACHE": str(tmp_path_factory.mktemp("cache")), **(marker.kwargs if marker else {})}
     with app_server(tmp_path_factory.mktemp("runs"), env=env) as url:
         yield url
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (``-n 2``, the quick run), each worker and what it starts trains on one torch
+    thread: two workers of two threads each on two cores oversubscribe them, and the run is slower."""
+    if hasattr(config, "workerinput"):
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def pytest_collection_modifyitems(config, items):
