@@ -118,8 +118,8 @@ def keep_alive(pages: dict[str, Any], current: str) -> None:
     @st.fragment(run_every=KEEPALIVE_EVERY if alive() else None)
     def status() -> None:
         for job, label, page in tracked.values():
-            status = job.status()
-            state = status.state
+            now = job.status()
+            state = now.state
             if job.alive:
                 job.heartbeat()
                 if page == current:  # its view may be scrolled away, or not drawn (no data chosen); the
@@ -127,8 +127,8 @@ def keep_alive(pages: dict[str, Any], current: str) -> None:
                     st.caption(f"{label}: {_doing(state)}.")
                     continue
                 waiting = state.startswith("waiting")  # no epoch yet: its place is on its page
-                doing = "waiting in line" if waiting else f"{state} · epoch {status.epoch}/{status.epochs}"
-                st.progress(status.progress, text=f"{label}: {doing}")
+                doing = "waiting in line" if waiting else f"{state} · epoch {now.epoch}/{now.epochs}"
+                st.progress(now.progress, text=f"{label}: {doing}")
                 st.page_link(pages[page], label=f"Watch on {pages[page].title}", icon=":material/monitoring:")
             elif page != current:  # (on its own page, the page shows how it ended)
                 st.caption(f"{label}: {state}.")
