@@ -139,9 +139,9 @@ def probe_heatmap(history: History, model: ModelConfig, key: str = "train") -> N
 def job_buttons(page: TrainingPage, *, running: bool, waiting: bool = False) -> None:
     """Pause / Resume, Stop and Reset for the page's job (callbacks: they act before the page is drawn again);
     while it waits in the queue, Stop is Cancel and Pause is off."""
-    def on_pause() -> None:
-        j = page.job
-        j.resume() if j.paused else j.pause()
+    def on_pause(pause: bool) -> None:  # what the button said when it was clicked, not a toggle: a second tab may
+        j = page.job                      # have paused it meanwhile, and a click must never do the opposite of its label
+        j.pause() if pause else j.resume()
 
     def on_reset() -> None:
         if (j := page.forget()) is not None:
@@ -150,7 +150,7 @@ def job_buttons(page: TrainingPage, *, running: bool, waiting: bool = False) -> 
     b1, b2, b3 = st.columns(3)
     paused = page.job.paused
     b1.button("Resume" if paused else "Pause", icon=":material/play_arrow:" if paused else ":material/pause:",
-              on_click=on_pause, disabled=not running or waiting, key="train_pause", use_container_width=True)
+              on_click=on_pause, args=(not paused,), disabled=not running or waiting, key="train_pause", use_container_width=True)
     b2.button("Cancel" if waiting else "Stop", icon=":material/close:" if waiting else ":material/stop:",
               on_click=lambda: page.job.stop(), disabled=not running, key="train_stop", use_container_width=True,
               help="Leave the line: it never starts, nothing is saved." if waiting else None)

@@ -38,13 +38,22 @@ CUT = """el => {
 SWITCHES = ["Residual + norm + feed-forward", "Freeze word vectors", "Freeze classifier head", "Class weights"]
 
 
+# Charts on the page that plotly.js has not drawn yet (Streamlit's, and the live charts in their shadow roots):
+# plotly.js loads after the page's text, and on a busy machine more than 1.5 s after the last element appeared.
+UNDRAWN_CHARTS = """() => {
+  const all = (root, sel) => { const out = [...root.querySelectorAll(sel)];
+    for (const el of root.querySelectorAll('*')) if (el.shadowRoot) out.push(...all(el.shadowRoot, sel)); return out; };
+  return all(document, '[data-testid=stPlotlyChart], .live-plotly-chart').filter(c => !c.querySelector('.main-svg')).length;
+}"""
+
+
 def drawn(page, timeout: float = 90.0) -> None:
-    """Wait until the page's script has finished and nothing new appeared for 1.5 s."""
+    """Wait until the page's script has finished, every chart on it is drawn and nothing new appeared for 1.5 s."""
     deadline = time.monotonic() + timeout
     last, quiet_since = -1, time.monotonic()
     while time.monotonic() < deadline:
         count = page.locator("[data-testid=stElementContainer], .js-plotly-plot").count()
-        if count != last or page.get_by_test_id("stStatusWidget").is_visible():
+        if count != last or page.get_by_test_id("stStatusWidget").is_visible() or page.evaluate(UNDRAWN_CHARTS):
             last, quiet_since = count, time.monotonic()
         elif time.monotonic() - quiet_since > 1.5:
             return

@@ -334,6 +334,22 @@ def test_with_one_slot_a_second_start_waits_in_line_then_trains_and_a_third_can_
     assert sorted(p.name for p in list_runs(runs_dir)) == ["first", "second"]
 
 
+def test_pause_does_what_its_label_said_when_another_tab_paused_the_job_meanwhile(runs_dir):
+    tab = train_page()
+    start_small_training(tab, 5000, "long")
+    job = page_job(tab)
+    assert tab.button(key="train_pause").label == "Pause"
+    job.pause()  # from another tab of the same learner, after this one was drawn
+    tab.button(key="train_pause").click().run()  # a toggle resumed it here: the opposite of what the button said
+    assert not tab.exception and job.paused
+    assert tab.button(key="train_pause").label == "Resume"
+    job.resume()  # and the other way round
+    tab.button(key="train_pause").click().run()
+    assert not job.paused and tab.button(key="train_pause").label == "Pause"
+    job.stop()
+    job.join(60)
+
+
 def test_a_learner_with_a_training_running_and_one_waiting_cannot_start_a_third(runs_dir, one_slot_per_owner):
     other = learner("other")
     start_small_training(other, 5000, "other")
