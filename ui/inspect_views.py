@@ -207,6 +207,14 @@ def model_view(ex: Explanation, cfg: ModelConfig) -> Zoom:
     return Zoom(shown, title, pooling)
 
 
+def attention_bars_said(cfg: ModelConfig) -> str:
+    """What the Rollout tab's *attention (rollout)* bars are (``Explanation.attention_to_token``), in words."""
+    if cfg.n_attention_maps > cfg.n_layers:
+        return (f"the {cfg.map_names()[-1].lower()} attention's row times the rollout above ({rollout_maps(cfg)} "
+                "multiplied): how much of each word reaches the label")
+    return "the rollout above, its rows averaged: how much of each word is in the final vectors, on average over the words"
+
+
 def rollout_and_saliency(ex: Explanation, cfg: ModelConfig) -> None:
     """Rollout beside the last map's raw attention, then rollout against saliency, word by word."""
     tokens, method, last = ex.tokens, ex.saliency_method, cfg.map_names()[-1]
@@ -217,12 +225,10 @@ def rollout_and_saliency(ex: Explanation, cfg: ModelConfig) -> None:
     c2.plotly_chart(figures.attention_heatmap(ex.head_average[-1].numpy(), tokens, pooling=cfg.pooling == "attention"),
                     key="inspect_last_layer")
     half = "0.5·A + 0.5·I for the residual connection, " if cfg.residual else ""
-    pooled = (f"the {last.lower()} attention's row times this rollout ({rollout_maps(cfg)} multiplied): how much of "
-              "each word reaches the label" if cfg.n_attention_maps > cfg.n_layers else "this rollout's rows averaged")
     st.caption(f"Raw attention shows one map only. **Attention rollout** (Abnar & Zuidema, 2020) follows attention "
                f"through {rollout_maps(cfg, pooling=False)}: it averages the heads, uses {half}and multiplies the "
                "layers' maps from the first up, so a row tells how much of that word's final vector comes from each "
-               f"input word. The bars *attention (rollout)* below are {pooled}.")
+               "input word.")
     st.subheader("Which words mattered?")
     st.selectbox("Saliency method", SALIENCY_METHODS, **kept("inspect_method", SALIENCY_METHODS[0], SALIENCY_METHODS),
                  format_func=METHODS.get,
@@ -241,8 +247,8 @@ def rollout_and_saliency(ex: Explanation, cfg: ModelConfig) -> None:
     sign = ("A red bar above zero pushes towards **{0}**, one below zero pushes away from it (towards the other "
             "classes)." if method != "grad_norm" else "The gradient norm has no sign: it says how much, not which way.")
     c2.markdown(
-        f"**How to read this.** The blue bars show how much attention each word receives (rollout, averaged over "
-        f"all words); the red bars show how much the model's log-probability of **{ex.label}**, log p({ex.label}), "
+        f"**How to read this.** The blue bars *attention (rollout)* are {attention_bars_said(cfg)}; the red bars show "
+        f"how much the model's log-probability of **{ex.label}**, log p({ex.label}), "
         "changes with that word's vector (the gradient, times the vector for the signed methods). Both are scaled so "
         "the largest is 1. Where they agree, the model both looks at a word and depends on it. Where they disagree, "
         "attention is not an explanation: a word can be looked at a lot yet barely move the prediction, or matter "

@@ -185,6 +185,21 @@ def test_saliency_explains_the_predicted_class_and_says_so(runs_dir: Path) -> No
     assert "has no sign" in how and "pushes towards" not in how
 
 
+def test_one_explanation_of_the_attention_bars_and_it_is_what_they_show(runs_dir: Path) -> None:
+    at = page()
+    run = load_run(Path(__file__).resolve().parents[2] / "data" / "default_run")  # pooling="attention"
+    ex = explain(run, "the food was not good at all")
+    bars = chart(at, "inspect_scores")["data"][0]  # attention (raw values in customdata)
+    on_top = ex.attention[-1].mean(0)[0].numpy() @ ex.rollout.numpy()  # the pooling attention's row times the rollout
+    assert np.allclose(array(bars["customdata"]), on_top, atol=1e-5)
+    assert not np.allclose(on_top, ex.rollout.numpy().mean(0), atol=1e-3)  # (not the rollout's rows averaged)
+    said = [c.value for c in at.caption] + [m.value for m in at.markdown]
+    about_bars = [t for t in said if "attention (rollout)" in t]
+    assert len(about_bars) == 1  # the box under the bars; the caption under the rollout heatmap says what rollout is
+    assert "The blue bars *attention (rollout)* are the pooling attention's row times the rollout above" in about_bars[0]
+    assert "averaged over all words" not in about_bars[0]
+
+
 def test_rank_agreement_is_spearman_of_attention_and_saliency_size(runs_dir: Path) -> None:
     at = page()
     run = load_run(Path(__file__).resolve().parents[2] / "data" / "default_run")

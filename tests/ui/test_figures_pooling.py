@@ -310,12 +310,15 @@ def rollout_view(path: Path) -> AppTest:
 
 def test_the_rollout_caption_says_which_maps_it_multiplies(pooled, bundled, runs_dir):
     save_run(mean_run(bundled), runs_dir / "mean")
-    for name, reads in [("pooled", "the pooling attention's row times this rollout (layers 1–2 and the pooling "
-                                   "attention multiplied): how much of each word reaches the label"),
-                        ("mean", "this rollout's rows averaged")]:
+    for name, reads in [("pooled", "The blue bars *attention (rollout)* are the pooling attention's row times the "
+                                   "rollout above (layers 1–2 and the pooling attention multiplied): how much of each "
+                                   "word reaches the label;"),
+                        ("mean", "The blue bars *attention (rollout)* are the rollout above, its rows averaged:")]:
         at = rollout_view(runs_dir / name)
         assert not at.exception
         caption = next(c.value for c in at.caption if "Attention rollout" in c.value)
-        assert "follows attention through layers 1–2:" in caption and reads in caption, name  # was: "all layers"
-        assert ("pooling" in caption.lower()) == (name == "pooled")
+        assert "follows attention through layers 1–2:" in caption, name  # was: "all layers"
+        assert "pooling" not in caption.lower() and "bars" not in caption  # the heatmap's caption; the bars' below
+        how = next(m.value for m in at.markdown if m.value.startswith("**How to read this.**"))
+        assert reads in how and "averaged over all words" not in how, name
         assert "**Attention rollout** · layers 1–2" in [m.value for m in at.markdown]
