@@ -67,13 +67,13 @@ def one_hot_steps(oh: ex.OneHotCrossAttention, word: int) -> None:
     with c2:
         st.markdown(f"**Output word {out_labels[word]} in full precision** (float64, as the notebook prints it)")
         numbers({"input word": in_labels, "score q·k": steps.scores[word].numpy(),
-                 "scaled score / √10": steps.scaled[word].numpy(), "weight": steps.weights[word].numpy()},
-                dict.fromkeys(("score q·k", "scaled score / √10", "weight"), "%.8f"))
+                 "score / √10": steps.scaled[word].numpy(), "weight": steps.weights[word].numpy()},
+                dict.fromkeys(("score q·k", "score / √10", "weight"), "%.8f"))
         st.caption(f"The weights sum to {steps.weights[word].sum().item():.8f}.")
     st.plotly_chart(xf.blue_matrix(steps.output.numpy(), out_labels, VOCABULARY, highlight=word,
                                    title="result weights · V  (13 × 10)"), key="cross_seed_result")
     st.plotly_chart(xf.number_table({f"result of {out_labels[word]}": steps.output[word].numpy()}, VOCABULARY,
-                                    decimals=8), key="cross_seed_row_result")
+                                    decimals=6), key="cross_seed_row_result")  # (eight: eleven columns run together)
 
 
 # -- part 2: seed 004's shapes ------------------------------------------------------------------------
@@ -99,7 +99,7 @@ def shapes(shaped: ex.CrossAttentionShapes, length: int) -> None:
     with c2:
         st.markdown(f"**The weights** ({length} × 7): each row sums to 1")
         st.plotly_chart(figures.attention_heatmap(s.weights.numpy(), [f"x{i + 1}" for i in range(length)],
-                                                  [f"z{j + 1}" for j in range(7)], height=150 + 40 * length),
+                                                  [f"z{j + 1}" for j in range(7)], height=150 + 40 * length, narrow=True),
                         key="cross_shape_weights")
     st.caption("Tensors here are rows of tokens (l × d_x), the usual PyTorch layout; the post stores tokens as "
                "columns (d_x × l) and transposes. Its code also takes the softmax over `dim=0`, the queries: with "
@@ -159,8 +159,9 @@ def masked(m: ex.MaskedAttention, kind: str, *, n_pad: int, self_attention: bool
                     key="cross_masked")
     with c2:
         st.markdown("**Check: every row still sums to 1**")
-        numbers({"query": m.query_tokens, "row sum": m.row_sums.numpy(), "keys masked": (~m.mask).sum(-1).numpy(),
-                 "weight on <pad>": m.pad_weight.numpy()}, {"row sum": "%.6f", "weight on <pad>": "%.4f"})
+        numbers({"query": m.query_tokens, "row sum": m.row_sums.numpy(), "masked": (~m.mask).sum(-1).numpy(),
+                 "on <pad>": m.pad_weight.numpy()}, {"row sum": "%.6f", "masked": "%d", "on <pad>": "%.4f"},
+                helps={"masked": "How many of its keys the mask hides", "on <pad>": "Its weight on the <pad> keys"})
     st.caption(_mask_note(m, kind, n_pad=n_pad, self_attention=self_attention))
 
 

@@ -29,8 +29,11 @@ def matrix(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, titl
     fig.update_traces(text=[[f"{x:.4f}" for x in row] for row in v], textfont={"size": 12})  # 1.4950, not 1.495
     if zmin is not None or zmax is not None:
         fig.update_traces(zmin=zmin, zmax=zmax, zmid=None)
-    fig.update_layout(height=34 * v.shape[0] + (75 if title else 45), margin={"t": 60 if title else 30},
-                      title={"font": {"size": 14}}, xaxis={"tickfont": {"size": 12}}, yaxis={"tickfont": {"size": 12}})
+    turned = sum(len(c) + 2 for c in cols) > 44  # column names that would run into each other side by side
+    fig.update_layout(height=34 * v.shape[0] + (75 if title else 45) + (25 if turned else 0),
+                      margin={"t": 60 if title else 30}, title={"font": {"size": 14}},
+                      xaxis={"tickfont": {"size": 12}, **({"tickangle": -45} if turned else {})},
+                      yaxis={"tickfont": {"size": 12}})
     if highlight is not None:
         fig.add_shape(type="rect", x0=-0.5, x1=v.shape[1] - 0.5, y0=highlight - 0.5, y1=highlight + 0.5,
                       line={"color": HIGHLIGHT, "width": 3})
@@ -67,7 +70,7 @@ def number_table(values: Mapping[str, Sequence[float]], cols: Sequence[str], *, 
         header={"values": ["", *cols, "sum"], "fill_color": "#f0f2f6", "align": "center", "font": {"size": 13}},
         cells={"values": [names, *text], "fill_color": [["white"] * len(names), *fill], "align": ["left", "center"],
                "font": {"color": [["#222"] * len(names), *font], "size": 13}, "height": 28},
-        columnwidth=[max(2.0, max(map(len, names)) / 9)] + [1] * (len(cols) + 1),
+        columnwidth=[max(2.0, max(map(len, names)) / 5)] + [1] * (len(cols) + 1),  # (names on one line)
     ))  # fmt: skip
     fig.update_layout(height=20 + 30 * (len(names) + 1), margin={"l": 0, "r": 0, "t": 4, "b": 0})
     return fig
@@ -82,8 +85,8 @@ def sqrt_dk_figure(dims: Sequence[int], curves: Mapping[str, tuple[Sequence[floa
     and the entropy of uniform weights, ln(n_keys).
     """
     d = np.asarray(dims, dtype=float)
-    titles = ("spread of the softmax inputs (std)", f"entropy of the weights over {n_keys} keys",
-              "size of the softmax gradient ‖J‖")
+    titles = ("spread of the softmax<br>inputs (std)", f"entropy of the weights<br>over {n_keys} keys",
+              "size of the softmax<br>gradient ‖J‖")  # (on two lines: three panels side by side)
     fig = make_subplots(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.07)
     for col, key in enumerate(("std", "entropy", "grad"), start=1):
         unscaled, scaled = curves[key]
@@ -100,7 +103,7 @@ def sqrt_dk_figure(dims: Sequence[int], curves: Mapping[str, tuple[Sequence[floa
     fig.update_yaxes(type="log", tickvals=[0.5, 1, 2, 4, 8, 16, 32], row=1, col=1)
     fig.update_yaxes(rangemode="tozero", row=1, col=2)
     fig.update_yaxes(rangemode="tozero", row=1, col=3)
-    fig.update_layout(height=400, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    fig.update_layout(height=420, margin={"l": 10, "r": 10, "t": 60, "b": 10},
                       legend={"orientation": "h", "y": -0.22, "x": 0})
     return fig
 
@@ -180,6 +183,9 @@ def masked_heatmap(weights: np.ndarray, mask: np.ndarray, queries: Sequence[str]
     m = np.asarray(mask, dtype=bool)
     fig = attention_heatmap(w, queries, keys, title=title)
     heat = fig.data[0]
+    if (~m).any() and heat.texttemplate:  # a masked cell's "0" is the grey trace's: not written twice
+        heat.update(text=np.where(m, [[f"{x:.2f}".rstrip("0").rstrip(".") for x in row] for row in w], ""),
+                    texttemplate="%{text}")
     if (~m).any():
         fig.add_trace(go.Heatmap(
             z=np.where(m, np.nan, 0.0), x=heat.x, y=heat.y, colorscale=[[0, "#d9d9d9"], [1, "#d9d9d9"]], showscale=False,

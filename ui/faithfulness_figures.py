@@ -36,7 +36,7 @@ def method_scores(tokens: Sequence[str], scores: Mapping[str, Sequence[float]], 
     fig = go.Figure(go.Heatmap(
         z=z, x=_dedupe(tokens), y=rows, customdata=raw, zmin=-1, zmax=1, zmid=0, colorscale="RdBu_r",
         texttemplate="%{z:.2f}" if z.size <= 240 else None,
-        colorbar={"title": "share of the<br>row's largest", "thickness": 12},
+        colorbar={"title": {"text": "share of the<br>row's largest", "side": "right"}, "thickness": 12},
         hovertemplate="<b>%{y}</b><br>%{x}: %{customdata:.4g} (%{z:.2f} of the row's largest)<extra></extra>",
     ))
     fig.update_layout(height=110 + 38 * len(names), margin={"l": 10, "r": 10, "t": 60, "b": 10},
@@ -55,7 +55,7 @@ def kendall_matrix(tau: Sequence[Sequence[float | None]], names: Sequence[str], 
         hovertemplate="%{y} vs %{x}: τ = %{z:.3f}<extra></extra>",
     ))
     fig.update_layout(height=140 + 42 * len(names), margin={"l": 10, "r": 10, "t": 10, "b": 10},
-                      yaxis={"autorange": "reversed"}, xaxis={"tickangle": -30})
+                      yaxis={"autorange": "reversed"}, xaxis={"tickangle": -45})
     return fig
 
 
@@ -65,8 +65,8 @@ def erasure_curves(deletion: Mapping[str, Sequence[float]], insertion: Mapping[s
     """Deletion (top-k words removed) and insertion (only the top k kept) curves of p(label) against k,
     one line per method and the random order dashed."""
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06,
-                        subplot_titles=("Deletion: the top k words removed (faithful: falls fast)",
-                                        "Insertion: only the top k words kept (faithful: rises fast)"))
+                        subplot_titles=("Deletion: the top k words removed<br>(faithful: falls fast)",
+                                        "Insertion: only the top k words kept<br>(faithful: rises fast)"))
     colours = iter(["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"])
     for name in deletion:
         line = _RANDOM_LINE if name == RANDOM else {"color": next(colours), "width": 2}
@@ -78,7 +78,7 @@ def erasure_curves(deletion: Mapping[str, Sequence[float]], insertion: Mapping[s
                           row=1, col=col)
     fig.update_xaxes(title="k words", dtick=1 if len(next(iter(deletion.values()), [])) <= 20 else None)
     fig.update_yaxes(title=f"p({label})", range=[0, 1.02], row=1, col=1)
-    fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    fig.update_layout(height=400, margin={"l": 10, "r": 10, "t": 60, "b": 10},
                       legend={"orientation": "h", "y": -0.25})
     return fig
 
@@ -113,7 +113,8 @@ def head_accuracy(accuracy: Sequence[Sequence[float]], baseline: float, names: S
         z=change, x=[f"head {h + 1}" for h in range(a.shape[1])], y=list(names), customdata=a,
         colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim,
         text=[[f"{v:.1%}<br>({d:+.1%})" for v, d in zip(row, drow, strict=True)] for row, drow in zip(a, change, strict=True)],
-        texttemplate="%{text}", colorbar={"title": "change in<br>accuracy", "tickformat": "+.0%", "thickness": 12},
+        texttemplate="%{text}", colorbar={"title": {"text": "change in<br>accuracy", "side": "right"}, "tickformat": "+.0%",
+                                          "thickness": 12},
         hovertemplate="%{y}, %{x} off: accuracy %{customdata:.2%} (%{z:+.2%})<extra></extra>",
     ))
     fig.update_layout(height=120 + 60 * a.shape[0], margin={"l": 10, "r": 10, "t": 10, "b": 10},
@@ -140,15 +141,15 @@ def faithfulness_bars(comprehensiveness: Mapping[str, float], sufficiency: Mappi
     names = list(comprehensiveness)
     labels = [method_title(n, titles) for n in names]
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=("Comprehensiveness (higher: the model relies on those words)",
-                                        "Sufficiency (lower: those words alone keep the prediction)"))
+                        subplot_titles=("Comprehensiveness<br>(higher: the model<br>relies on those words)",
+                                        "Sufficiency<br>(lower: those words alone<br>keep the prediction)"))
     colour = ["#888" if n == RANDOM else "#1f77b4" for n in names]
     for col, values in ((1, comprehensiveness), (2, sufficiency)):
         v = [values[n] for n in names]
         fig.add_trace(go.Bar(x=v, y=labels, orientation="h", marker_color=colour, text=[f"{x:.3f}" for x in v],
                              textposition="auto", showlegend=False, hovertemplate="%{y}: %{x:.4f}<extra></extra>"),
                       row=1, col=col)
-    fig.update_layout(height=120 + 32 * len(names), margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    fig.update_layout(height=160 + 32 * len(names), margin={"l": 10, "r": 10, "t": 80, "b": 10},
                       yaxis={"autorange": "reversed"})
     return fig
 

@@ -7,7 +7,9 @@ token looked at), and each row sums to 1.
 
 from __future__ import annotations
 
+import base64
 import functools
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import ParamSpec
 
@@ -55,17 +57,21 @@ def themed(make: Callable[P, go.Figure]) -> Callable[P, go.Figure]:
 
 
 # Projector mode (ui/projector.py): every chart drawn for a room.
-PROJECTOR_FONT = 18  # px: chart text, hover labels and heatmap numbers at least this size (plotly's default is 12)
+PROJECTOR_FONT = 18  # px: chart text and hover labels at least this size, heatmap numbers at most (plotly's: 12)
 PROJECTOR_MIN_FONT = 15  # px: the smallest text of a chart that sets its own small sizes (a grid's tick labels)
 PROJECTOR_SCALE = 1.5  # a size a figure sets itself (a tick font, a colour bar), and line widths
 PROJECTOR_HEIGHT = 1.35  # taller charts: larger heatmap cells for the larger text
 PROJECTOR_INK = "#111111"  # text and axis lines, near black on white
+PROJECTOR_STRIP = 330  # px: the narrowest plot a one-row heatmap gets at 1024 px (its numbers are sized to fit it)
+PROJECTOR_NARROW_STRIP = 240  # px: the same for a chart in half the page's width (``attention_heatmap(narrow=True)``)
+_CHAR_WIDTH = 0.6  # a digit's width in a font's size (Source Sans)
 # A pooling attention's map (ModelConfig.pooling == "attention", the last map of the stack) has one
 # query, the label's, so it is drawn as one row: the model returns it as T identical rows.
 POOLING_QUERY = "label's query"
 POOLING_CAPTION = "the pooling attention: how much each word counts toward the label"
 POOLING_ROW = 90  # px: a grid's row of pooling maps, against its layers' ``cell``
 POOLING_VALUES = 24  # a pooling map's one row has its values written up to this many words (wider, they overlap)
+POOLING_VALUES_NARROW = 8  # the same in half the page's width (a column of two)
 
 
 def _dedupe(tokens: Sequence[str]) -> list[str]:
@@ -107,7 +113,9 @@ def _heatmap_spec(
         "zmin": 0.0,
         "zmax": zmax,
         "colorscale": COLORSCALE,
-        "colorbar": {"title": "weight", "thickness": 12, **(colorbar or {})},
+        # (its title beside the bar: above it, the top tick's label runs into it)
+        "colorbar": {"thickness": 12, **(colorbar or {}),
+                     "title": {"text": (colorbar or {}).get("title", "weight"), "side": "right"}},
         "hovertemplate": "<b>%{y}</b> → <b>%{x}</b><br>weight %{z:.4f}<extra></extra>",
     }
     if show_values:
@@ -141,31 +149,40 @@ def attention_heatmap(
     show_values: bool | None = None,
     colorbar_title: str = "weight",
     pooling: bool = False,
+    narrow: bool = False,
 ) -> go.Figure:
     """One attention map: rows = queries, columns = keys, hover shows ``query → key: weight``.
 
     ``pooling``: the map is a pooling attention's (``queries`` are then the tokens it reads), drawn as
-    its one row, the label's query, with :data:`POOLING_CAPTION` under the title.
+    its one row, the label's query, with :data:`POOLING_CAPTION` under the title. ``narrow``: drawn in half the
+    page's width: the keys upright, :data:`POOLING_CAPTION` on two lines, the pooling row's values written for fewer
+    words (:data:`POOLING_VALUES_NARROW`; in projector mode, for a strip :data:`PROJECTOR_NARROW_STRIP` px wide).
 
     Built by one constructor call from plain values (Home redraws it for every sentence typed)."""
     if pooling:
         weights, queries, keys = pooling_row(weights), [POOLING_QUERY], queries if keys is None else keys
-        show_values = len(keys) <= POOLING_VALUES if show_values is None else show_values
+        most = POOLING_VALUES_NARROW if narrow else POOLING_VALUES
+        show_values = len(keys) <= most if show_values is None else show_values
     trace = _heatmap_spec(weights, queries, keys, zmax=zmax, show_values=show_values, colorbar={"title": colorbar_title})
-    side = height or (230 if pooling else max(260, 34 * len(queries) + 150))
+    side = height or ((270 if narrow else 230) if pooling else max(260, 34 * len(queries) + 150))  # (narrow: the
+    # caption's second line)
     # The key axis sits on top, next to the title: say what the columns are in the title's
     # subtitle instead of an axis title that would overlap it.
     what = POOLING_CAPTION if pooling else "rows: query (attending) · columns: key (attended to)"
+    if narrow:
+        what = what.replace(": ", ":<br>", 1)
     heading = f"{title}<br><sup>{what}</sup>" if title else f"<sup>{what}</sup>" if pooling else None
     layout = {
         "height": side,
         "margin": {"l": 10, "r": 10, "t": 130 if heading else 80, "b": 10},
-        "xaxis": {"side": "top", "tickangle": -45},
+        "xaxis": {"side": "top", "tickangle": -90 if narrow else -45},
         "yaxis": {"title": {"text": "" if pooling else "query (attending)"}, "autorange": "reversed"},
     }
+    if narrow:
+        layout["meta"] = {"narrow": True}  # (read by for_projector)
     if heading:
         layout["title"] = {"text": heading, "x": 0, "xanchor": "left", "y": 1, "yanchor": "top", "yref": "container",
-                           "pad": {"t": 12, "l": 10}}
+                           "pad": {"t": 20 if narrow else 12, "l": 10}}  # (a second line of <sup> rises higher)
     return go.Figure(data=[trace], layout=layout)
 
 
@@ -208,7 +225,8 @@ def attention_grid(attention: np.ndarray, tokens: Sequence[str], *, average: boo
             )
     labels = len(toks) <= 16
     fig.update_yaxes(autorange="reversed", showticklabels=labels, tickfont={"size": 9})
-    fig.update_xaxes(showticklabels=labels, tickangle=-60, tickfont={"size": 9})
+    fig.update_xaxes(showticklabels=labels, tickangle=-90, tickfont={"size": 9}, automargin=True)  # (upright: a word
+    # per column of a map, and a map is narrow)
     if labels:  # once per row / column of maps: elsewhere they run into the titles below and the maps to their left
         for layer in range(1, n_layers):
             fig.update_xaxes(showticklabels=False, row=layer)
@@ -742,7 +760,8 @@ def for_projector(fig: go.Figure) -> go.Figure:
     """A copy of ``fig`` for a projector: text at least ``PROJECTOR_FONT`` px (sizes the figure sets
     itself ×1.5), hover labels as large, lines twice as thick, markers and colour bars larger, the
     chart ``PROJECTOR_HEIGHT`` times taller (larger heatmap cells), near-black text and axes, darker
-    grid lines. ``fig`` is left as it is (figures are cached and shared)."""
+    grid lines; a heatmap's numbers fit to its cells (:func:`_cell_numbers`), room for the title above keys on top,
+    tick labels that push the margins. ``fig`` is left as it is (figures are cached and shared)."""
     spec = fig.to_plotly_json()  # a deep copy
     _projector_sizes(spec)
     layout = spec.setdefault("layout", {})
@@ -764,6 +783,7 @@ def for_projector(fig: go.Figure) -> go.Figure:
         axis.setdefault("gridcolor", "#c4c4c4")
         axis.setdefault("linecolor", PROJECTOR_INK)
         axis.setdefault("zerolinecolor", "#8a8a8a")
+        axis.setdefault("automargin", True)  # the larger tick labels push the margins instead of leaving the chart
         _ink(axis.setdefault("tickfont", {}))
         title = axis.get("title")
         if isinstance(title, dict):
@@ -782,9 +802,76 @@ def for_projector(fig: go.Figure) -> go.Figure:
             line.setdefault("width", 4)  # plotly's default is 2
         if isinstance(trace.get("colorbar"), dict):
             _ink(trace["colorbar"].setdefault("tickfont", {}))
-        if trace.get("type") == "heatmap" and trace.get("texttemplate"):  # plotly shrinks the numbers to fit otherwise
-            trace.setdefault("textfont", {}).setdefault("size", PROJECTOR_FONT)
+        if trace.get("type") == "heatmap" and trace.get("texttemplate"):
+            narrow = isinstance(layout.get("meta"), dict) and layout["meta"].get("narrow")
+            _cell_numbers(trace, PROJECTOR_NARROW_STRIP if narrow else PROJECTOR_STRIP)
+        if trace.get("type") == "table":  # a table's columns share the width: numbers at the smallest size, not ×1.5
+            for part in ("header", "cells"):
+                trace.setdefault(part, {}).setdefault("font", {})["size"] = PROJECTOR_MIN_FONT
+    _title_above_top_ticks(spec)
     return go.Figure(spec)
+
+
+def _title_above_top_ticks(spec: dict) -> None:
+    """The chart's title at its top edge, and a top margin that holds it at projector size and below it an x axis's
+    tick labels if they are on top (a heatmap's keys). (plotly.js's automargin makes room for the larger of the two
+    only.)"""
+    layout = spec["layout"]
+    title = layout.get("title")
+    top = [a for k, a in layout.items() if k.startswith("xaxis") and isinstance(a, dict) and a.get("side") == "top"
+           and a.get("showticklabels", True)]
+    if not (isinstance(title, dict) and title.get("text")):
+        return
+    labels = [str(x) for t in spec.get("data", []) if isinstance(t.get("x"), list) for x in t["x"]] or [""]
+    ticks = 0.0
+    for axis in top:
+        size = (axis.get("tickfont") or {}).get("size", PROJECTOR_FONT)
+        angle = np.radians(abs(axis["tickangle"])) if isinstance(axis.get("tickangle"), (int, float)) else 0.0
+        width = max(len(label) for label in labels) * _CHAR_WIDTH * size
+        ticks = max(ticks, width * np.sin(angle) + 1.3 * size * np.cos(angle))
+    lines = str(title["text"]).count("<br>") + 1
+    size = (title.get("font") or {}).get("size", PROJECTOR_FONT)
+    # (plotly.js draws a title of several lines higher than its pad says, by about a line per line after the first)
+    pad = ((title.get("pad") or {}).get("t", 0) or 8) + (lines - 1) * size
+    title.update(y=1, yanchor="top", yref="container", pad={**(title.get("pad") or {}), "t": pad})
+    height = pad + 1.35 * size * lines + ticks + (12 if top else 6)
+    margin = layout.setdefault("margin", {})
+    margin["t"] = max(margin.get("t", 0), round(height))
+
+
+def _cell_numbers(trace: dict, strip: float) -> None:
+    """A heatmap's numbers in projector mode, side by side without overlapping. With several rows plotly.js fits
+    them to the cells it draws (at most the chart's font); with one row it cannot (it measures a cell's height from
+    the next row), so they are set to fit a ``strip`` px wide, or left to the hover labels when even
+    :data:`PROJECTOR_MIN_FONT` px is too large."""
+    font = trace.setdefault("textfont", {})
+    z = _array(trace.get("z"))
+    if z.ndim == 2 and z.shape[0] > 1:
+        font.pop("size", None)
+        return
+    texts = (_array(trace["text"]) if trace.get("text") is not None else z).ravel()
+    chars = max([len(_cell_text(t, trace["texttemplate"])) for t in texts] or [1])
+    size = min(strip / (max(len(texts), 1) * (chars + 1) * _CHAR_WIDTH), PROJECTOR_FONT)
+    if size >= PROJECTOR_MIN_FONT:
+        font["size"] = int(size)
+    else:
+        trace["texttemplate"] = ""
+
+
+def _array(value: object) -> np.ndarray:
+    """A figure JSON's array as numpy (plotly sends numpy arrays as ``{"dtype", "bdata", "shape"}``)."""
+    if isinstance(value, dict) and "bdata" in value:
+        shape = [int(n) for n in str(value.get("shape", "")).split(",") if n.strip()] or [-1]
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"]).reshape(shape)
+    return np.asarray([[]] if value is None else value, dtype=object)
+
+
+def _cell_text(value: object, template: str) -> str:
+    """About what plotly.js writes in a cell for ``value`` (its length is what counts)."""
+    if isinstance(value, str) or "{text}" in template:
+        return str(value)
+    decimals = re.search(r"\.(\d)", template)
+    return f"{float(value):.{decimals[1] if decimals else 4}f}" if value is not None else ""
 
 
 def _ink(font: dict, size: float = PROJECTOR_FONT) -> None:

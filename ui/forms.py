@@ -117,7 +117,7 @@ def hyperparameter_form(default_probe: str, data_name: str, *, on_start: Callabl
                          help="Before attention, each word's vector is mixed with its neighbours' (a window of this "
                          "many words, like a bigram or trigram): the maps still have a row and a column per word, "
                          "but each word's vector also carries its neighbours.")
-        c1, c2, c3, c4 = st.columns([2, 1, 1, 1.6])
+        c1, c2, c3, c4 = st.columns([1.8, 1, 1, 2.2])  # (the run name: "default-" and the CSV's name)
         c1.text_input("Probe sentence (attention recorded every epoch)", **k("probe", default_probe))
         c2.number_input("Time budget (s, 0 = none)", 0, 3600, **k("budget", int(train.time_budget or 0)))
         c3.number_input("Time-lapse moments", 0, MAX_SNAPSHOTS, **k("snaps", train.snapshots),

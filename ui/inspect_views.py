@@ -220,10 +220,10 @@ def rollout_and_saliency(ex: Explanation, cfg: ModelConfig) -> None:
     tokens, method, last = ex.tokens, ex.saliency_method, cfg.map_names()[-1]
     c1, c2 = st.columns(2, gap="large")
     c1.markdown(f"**Attention rollout** · {rollout_maps(cfg, pooling=False)}")
-    c1.plotly_chart(figures.attention_heatmap(ex.rollout.numpy(), tokens), key="inspect_rollout")
+    c1.plotly_chart(figures.attention_heatmap(ex.rollout.numpy(), tokens, narrow=True), key="inspect_rollout")
     c2.markdown(f"**Raw attention** · {last} · average of heads")
-    c2.plotly_chart(figures.attention_heatmap(ex.head_average[-1].numpy(), tokens, pooling=cfg.pooling == "attention"),
-                    key="inspect_last_layer")
+    c2.plotly_chart(figures.attention_heatmap(ex.head_average[-1].numpy(), tokens, pooling=cfg.pooling == "attention",
+                                              narrow=True), key="inspect_last_layer")
     half = "0.5·A + 0.5·I for the residual connection, " if cfg.residual else ""
     st.caption(f"Raw attention shows one map only. **Attention rollout** (Abnar & Zuidema, 2020) follows attention "
                f"through {rollout_maps(cfg, pooling=False)}: it averages the heads, uses {half}and multiplies the "
@@ -385,8 +385,8 @@ def compare(run: Run, text: str) -> None:
             st.plotly_chart(figures.probability_bars(p.probabilities, predicted=p.label), key=f"inspect_cmp_probs_{i}")
             last = np.asarray(p.attention)[-1].mean(0)
             st.markdown(f"{r.model_config.map_names()[-1]} · average of heads")
-            st.plotly_chart(figures.attention_heatmap(last, p.tokens, pooling=r.model_config.pooling == "attention"),
-                            key=f"inspect_cmp_heatmap_{i}")
+            st.plotly_chart(figures.attention_heatmap(last, p.tokens, pooling=r.model_config.pooling == "attention",
+                                                      narrow=True), key=f"inspect_cmp_heatmap_{i}")
 
 
 def export(ex: Explanation, run: Run, zoom: Zoom) -> None:

@@ -47,13 +47,14 @@ _HIDE_CSS = {
     "toolbar": "[data-testid='stToolbar'] { display: none !important; }",
 }
 # Projector mode: text ~1.3 times larger (Streamlit sizes its text in rem), near-black text and captions, the
-# page's side margins narrowed so the larger charts get the width, no introduction under a title.
+# page's side margins narrowed so the larger charts get the width (its top clears the top bar, 3.75 rem high), no
+# introduction under a title.
 _PROJECTOR_CSS = f"""
 html {{ font-size: 21px; }}
 [data-testid='stMain'] {{ color: #000; }}
 [data-testid='stCaptionContainer'] {{ opacity: 1 !important; }}
 [data-testid='stCaptionContainer'], [data-testid='stCaptionContainer'] * {{ color: #333 !important; }}
-[data-testid='stMainBlockContainer'] {{ padding-left: 1.5rem; padding-right: 1.5rem; padding-top: 2.5rem;
+[data-testid='stMainBlockContainer'] {{ padding-left: 1.5rem; padding-right: 1.5rem; padding-top: 4.5rem;
   max-width: none; }}
 {_TITLE} + [data-testid='stElementContainer']:has([data-testid='stCaptionContainer']) {{ display: none; }}
 """

@@ -37,7 +37,8 @@ def scores_step(steps: AttentionSteps, q: int) -> None:
     with left:
         st.markdown(f"How well does **{TOKENS[q]}** match each token? The dot product of its vector with each input:")
         st.latex(rf"\omega_{{{q + 1}j}} = x^{{({q + 1})}} \cdot x^{{(j)}}, \qquad \Omega = X X^\top")
-        st.plotly_chart(xf.blue_matrix(steps.scores[q : q + 1].numpy(), [TOKENS[q]], TOKENS,
+        # A column, j down the side: each score gets the column's width (as a row, six 4-decimal numbers run together)
+        st.plotly_chart(xf.blue_matrix(steps.scores[q : q + 1].T.numpy(), TOKENS, [TOKENS[q]],
                                        title=f"scores of “{TOKENS[q]}”"), key="selfattn_query_scores")
     right.plotly_chart(xf.blue_matrix(steps.scores.numpy(), TOKENS, TOKENS, highlight=q,
                                       title="all scores at once: Ω = X Xᵀ  (6 × 6)"), key="selfattn_scores")
@@ -130,9 +131,9 @@ def two_classes(v: ex.V1V2, spread: list[dict]) -> None:
     """SelfAttentionV1 and V2 side by side, and why their initialisations differ (with ``spread``, ex.init_spread())."""
     st.subheader("Two classes, two initialisations")
     c1, c2, c3 = st.columns(3, gap="large")
-    c1.plotly_chart(xf.matrix(v.v1_output.numpy(), TOKENS, PAIRS, title="SelfAttentionV1 · manual_seed(123)"),
+    c1.plotly_chart(xf.matrix(v.v1_output.numpy(), TOKENS, PAIRS, title="SelfAttentionV1<br>manual_seed(123)"),
                     key="selfattn_v1")
-    c2.plotly_chart(xf.matrix(v.v2_output.numpy(), TOKENS, PAIRS, title="SelfAttentionV2 · manual_seed(789)"),
+    c2.plotly_chart(xf.matrix(v.v2_output.numpy(), TOKENS, PAIRS, title="SelfAttentionV2<br>manual_seed(789)"),
                     key="selfattn_v2")
     c3.caption("Both classes as the post runs them, on the inputs above (always T = 1 and scaled). V1 draws the same "
                "three matrices as the steps above, so it returns the same context vectors; V2 starts from other "

@@ -277,7 +277,7 @@ def test_self_attention_page_renders_the_seeds_numbers_and_reacts() -> None:
 
     at.radio(key="selfattn_query").set_value("step").run()
     assert highlighted_row(at, "selfattn_weights") == 5
-    assert_printed(z(at, "selfattn_query_scores"), [seed.SCORES[5]], 4)
+    assert_printed(z(at, "selfattn_query_scores"), [[s] for s in seed.SCORES[5]], 4)  # a column: ω_6j down the side
 
     weights_before = z(at, "selfattn_weights")
     at.slider(key="selfattn_temperature").set_value(0.2).run()

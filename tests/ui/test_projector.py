@@ -85,8 +85,33 @@ def test_for_projector_enlarges_every_text_and_leaves_the_figure_alone(name):
     assert layout["height"] == round(fig.layout.height * figures.PROJECTOR_HEIGHT)
     assert layout["xaxis"]["tickfont"]["color"] == figures.PROJECTOR_INK  # the Streamlit theme's grey does not win
     for trace in [*big["data"], *(t for frame in big.get("frames", []) for t in frame["data"])]:
-        if trace["type"] == "heatmap" and trace.get("texttemplate"):  # numbers in the cells: not shrunk to fit
-            assert trace["textfont"]["size"] >= figures.PROJECTOR_MIN_FONT
+        if trace["type"] == "heatmap" and trace.get("texttemplate"):  # numbers in the cells: sized to fit them
+            rows = len(figures._array(trace["z"]))
+            size = trace.get("textfont", {}).get("size")
+            assert size is None if rows > 1 else size >= figures.PROJECTOR_MIN_FONT, (rows, size)
+
+
+def test_numbers_in_a_heatmap_fit_their_cells_in_projector_mode():
+    """Several rows: plotly.js fits the numbers to the cells it draws (no size of ours). One row it cannot fit: sized
+    here for a strip :data:`figures.PROJECTOR_STRIP` px wide, or left to the hover labels when 15 px is too large."""
+    matrix = figures.for_projector(figures.matrix_table(np.full((13, 8), 0.123456), list("abcdefghijklm"), list("abcdefgh")))
+    assert matrix.data[0].texttemplate and matrix.data[0].textfont.size is None
+    short = figures.for_projector(figures.attention_heatmap(np.full((5, 5), 0.2), list("abcde"), pooling=True))
+    assert short.data[0].texttemplate and short.data[0].textfont.size >= figures.PROJECTOR_MIN_FONT
+    words = [f"w{i}" for i in range(14)]  # Inspect's 14-word sentence: 0.04 0.05 0.04 0.27 … ran together
+    long = figures.for_projector(figures.attention_heatmap(np.full((14, 14), 1 / 14), words, pooling=True))
+    assert not long.data[0].texttemplate
+    assert "%{z:.4f}" in long.data[0].hovertemplate  # the numbers are still there, on hover
+
+
+def test_a_titled_heatmap_has_room_for_its_title_and_its_keys_on_top_in_projector_mode():
+    keys = [f"{i} · w5" for i in range(8)]
+    fig = figures.matrix_table(np.ones((13, 8)), [str(i) for i in range(13)], keys, title="scores").update_xaxes(tickangle=-45)
+    big = figures.for_projector(fig)
+    title = big.layout.title
+    assert (title.y, title.yanchor, title.yref) == (1, "top", "container")
+    ticks = len(keys[0]) * figures._CHAR_WIDTH * figures.PROJECTOR_FONT * np.sin(np.radians(45))
+    assert big.layout.margin.t >= title.pad.t + title.font.size * 1.3 + ticks  # was 54: the keys ran into the title
 
 
 def test_for_projector_thickens_lines_and_keeps_the_data():
