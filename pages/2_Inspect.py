@@ -43,14 +43,14 @@ if not text.strip():
 method = views.saliency_method()  # (its selectbox is on the saliency tab)
 ex = views.explanation(run, path, text, method)
 n_layers, n_heads = ex.attention.shape[:2]
-views.prediction(ex, true_label)
+views.prediction(ex, true_label, model=run.name)
 views.keep_layer_and_head_choices(n_layers, n_heads)
 
 tabs = view_link.tabs("inspect_tab", list(views.TABS.values()))
 with tabs[0]:
-    zoom = views.model_view(ex, run.model_config)
+    zoom = views.model_view(ex, run.model_config, model=run.name)
 with tabs[1]:
-    views.rollout_and_saliency(ex, run.model_config)
+    views.rollout_and_saliency(ex, run.model_config, model=run.name)
 with tabs[2]:
     views.input_features(ex, run)
 with tabs[3]:

@@ -112,10 +112,13 @@ def home() -> None:
             st.error(f"{err}")
             st.stop()
 
+    from ui import chart_downloads
+
     left, right = st.columns([1, 2], gap="large")
     with left:
         st.subheader(f"Prediction: {prediction.label}")
-        live_chart.live_plotly_chart(figures.probability_bars(prediction.probabilities, predicted=prediction.label), key="home_probs")
+        live_chart.live_plotly_chart(figures.probability_bars(prediction.probabilities, predicted=prediction.label), key="home_probs",
+                                     config=chart_downloads.config("Probabilities", model=name, sentence=text))
     with right:
         st.subheader("Tokens the model read")
         chips = " ".join(
@@ -144,9 +147,11 @@ def home() -> None:
         figures.attention_heatmap(weights, prediction.tokens, title=f"{layer_names[layer]} · {head}",
                                   pooling=layer >= n_layers),
         key="home_heatmap",
+        config=chart_downloads.config("Attention", model=name, sentence=text, layer=layer_names[layer], head=head),
     )
     if st.toggle("Show all layers and heads at once", **kept("home_grid_on", False)):  # drawn on request: 10+ maps are slow to draw
-        st.plotly_chart(figures.attention_grid(attn, prediction.tokens, pooling=pooled), key="home_grid")
+        st.plotly_chart(figures.attention_grid(attn, prediction.tokens, pooling=pooled), key="home_grid",
+                        config=chart_downloads.config("Attention, every layer and head", model=name, sentence=text))
 
     with st.expander("What am I looking at?", expanded=False):
         st.markdown(

@@ -303,7 +303,7 @@ def rollout_view(path: Path) -> AppTest:
         from ui import inspect_views
 
         run = load_run(path)
-        inspect_views.rollout_and_saliency(explain(run, "the food was not good"), run.model_config)
+        inspect_views.rollout_and_saliency(explain(run, "the food was not good"), run.model_config, model=run.name)
 
     return AppTest.from_function(script, args=(str(path),), default_timeout=120).run()
 

@@ -198,8 +198,10 @@ def test_a_run_of_ones_own_opens_from_its_name(runs_dir):
 # -- shared mode: published runs for everyone, private runs for their workspace -----------------------
 
 
-def test_shared_mode_a_private_run_s_link_opens_in_its_workspace_and_says_private_elsewhere(shared):
+def test_shared_mode_a_private_run_s_link_opens_in_its_workspace_and_elsewhere_is_as_one_that_does_not_exist(shared):
+    """Another workspace's run answers exactly as a run that does not exist: no notice tells which names are taken."""
     store = WorkspaceStore(shared, shared=True)
+    (before,) = notices(visit(run="alice-run"))  # nobody has a run of that name yet
     alice = visit()
     token = query(alice)["w"]
     workspace, _ = store.for_token(token)
@@ -212,7 +214,8 @@ def test_shared_mode_a_private_run_s_link_opens_in_its_workspace_and_says_privat
     assert own.selectbox(key="home_run").value == "alice-run" and not notices(own)
     bob = visit(**link)
     (notice,) = notices(bob)
-    assert "private" in notice and bob.selectbox(key="home_run").value == BUNDLED
+    assert notice == before and "no run named 'alice-run' in this workspace" in notice
+    assert bob.selectbox(key="home_run").value == BUNDLED
     assert bob.subheader[0].value.startswith("Prediction: ")
 
 
@@ -223,7 +226,7 @@ def test_shared_mode_a_published_run_s_link_works_for_everyone(shared):
     shutil.copytree(ROOT / "data" / "default_run", workspace.runs_dir / "demo")
     published = store.publish(workspace, "demo")
     learner = visit(run="published:demo", layer="2")
-    assert learner.selectbox(key="home_run").value == f"📌 demo — by {published.label}"
+    assert learner.selectbox(key="home_run").value == published.choice == "📌 demo — by the teacher"
     assert not notices(learner) and query(learner)["run"] == "published:demo"
     assert copied_link(learner) == {"run": "published:demo", "layer": "2"}
     gone = visit(run="published:nothing")
