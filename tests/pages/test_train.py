@@ -18,7 +18,7 @@ from attention_core.metrics import run_verdict
 from attention_core.run_folders import list_runs, run_to_zip
 from attention_core.training import TrainerSpec
 from runner.jobs import TrainingJob
-from tests.helpers.apptest import fill_small_training, page_job, start_small_training
+from tests.helpers.apptest import ending_banners, fill_small_training, page_job, start_small_training
 from tests.helpers.tiny_data import labels_without_meaning
 from ui.train_views import wilson_interval
 
@@ -225,8 +225,8 @@ def test_a_training_stopped_midway_reads_well_and_its_bar_stays_where_it_stopped
     at.run()
     assert not at.exception
     trained = job.status().epochs_recorded
-    assert [s.value for s in at.success] == [f"Training stopped after {trained} of 5000 epochs. Saved as run "
-                                             "`stopped-midway`."]  # was: "Training stopped. stopped by the user …"
+    assert ending_banners(at) == [f"Training stopped after {trained} of 5000 epochs. Saved as run "
+                                  "`stopped-midway`."]  # was: "Training stopped. stopped by the user …"
     bar = at.get("progress")[0].proto
     assert bar.value < 100 and bar.text.startswith(f"stopped · epoch {trained}/5000")  # was a full bar
 
@@ -234,13 +234,13 @@ def test_a_training_stopped_midway_reads_well_and_its_bar_stays_where_it_stopped
     at.text_input(key="train_rename_to").input("renamed").run()
     at.button(key="train_rename").click().run()
     assert not at.exception
-    assert at.success[0].value.endswith("Saved as run `renamed`.")
+    assert ending_banners(at)[0].endswith("Saved as run `renamed`.")
     assert at.get("download_button")[0].proto.label.startswith("⬇ Download run")
     at.selectbox(key="train_manage_pick").set_value("renamed").run()
     at.button(key="train_delete").click().run()
     at.button(key="train_delete_yes").click().run()
     assert not at.exception
-    assert at.success[0].value.endswith("Saved as run `renamed` (deleted since).") and not at.get("download_button")
+    assert ending_banners(at)[0].endswith("Saved as run `renamed` (deleted since).") and not at.get("download_button")
 
 
 def test_after_training_the_model_picker_opens_the_new_run_once(runs_dir):
@@ -380,7 +380,7 @@ def test_with_one_slot_a_second_start_waits_in_line_then_trains_and_a_third_can_
     waiting.join(120)
     second.run()
     assert not second.exception
-    assert [s.value for s in second.success] == ["Training finished: all 2 epochs. Saved as run `second`."]
+    assert ending_banners(second) == ["Training finished: all 2 epochs. Saved as run `second`."]
     assert sorted(p.name for p in list_runs(runs_dir)) == ["first", "second"]
 
 
