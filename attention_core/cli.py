@@ -192,6 +192,7 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
 
     from attention_core.data import load_dataset
     from attention_core.embeddings import EmbeddingSource, load_embeddings
+    from attention_core.metrics import run_verdict, verdict_fields
     from attention_core.presets import preset
     from attention_core.runs import save_new_run, save_run
     from attention_core.training import Trainer
@@ -235,7 +236,10 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
         print(f"{err.message}: the run was saved to {out} instead", file=sys.stderr)
     if run.history.message:
         print(run.history.message, file=sys.stderr)
-    return {**run.history.summary(), "run": str(out)}
+    verdict = run_verdict(run.history, run.label_names)
+    if verdict is not None:
+        print(verdict.message, file=sys.stderr)
+    return {**run.history.summary(), **verdict_fields(verdict), "run": str(out)}
 
 
 def run_trainer(trainer: Trainer, on_epoch: Callable[[EpochRecord], None] | None = None,
@@ -360,13 +364,18 @@ def prediction_summary(prediction: Prediction, knocked_out: Sequence[int] = (), 
 
 def _evaluate(args: argparse.Namespace) -> dict:
     from attention_core.data import load_dataset
+    from attention_core.metrics import learning_verdict, verdict_fields
     from attention_core.runs import load_run
     from attention_core.training import evaluate_model
 
     run = load_run(_run_dir(args), embedding_file=args.embeddings)
     dataset = load_dataset(args.csv, text_col=args.text_col, label_col=args.label_col)
     m = evaluate_model(run.model, run.encoder, dataset, run.label_names)
-    return {"accuracy": m.accuracy, "macro_f1": m.macro_f1, "n": m.n, "confusion": m.confusion, "labels": m.labels}
+    verdict = learning_verdict(m.confusion, m.labels, row="row")
+    if verdict is not None:
+        print(verdict.message, file=sys.stderr)
+    return {"accuracy": m.accuracy, "macro_f1": m.macro_f1, "n": m.n, "confusion": m.confusion, "labels": m.labels,
+            **verdict_fields(verdict)}
 
 
 def _glue_workspace(argv: list[str]) -> list[str]:

@@ -41,6 +41,7 @@ from pathlib import Path
 
 from attention_core.errors import InputError, RunError
 from attention_core.history import History
+from attention_core.metrics import LearningVerdict, run_verdict
 
 FORMAT = "attention-playground-run"
 VERSION = 1
@@ -454,6 +455,9 @@ class RunSummary:
     kept_val_accuracy: float | None  # that epoch's validation accuracy; None without validation rows
     n_layers: int
     n_heads: int
+    label_names: tuple[str, ...]
+    verdict: LearningVerdict | None  # the kept model against the majority class; None without validation rows, or
+    # in runs saved before the validation confusion was recorded
 
 
 def read_history(path: str | os.PathLike) -> History:
@@ -468,19 +472,33 @@ def read_history(path: str | os.PathLike) -> History:
         raise RunError(f"{path} has a malformed history ({type(err).__name__}: {err})", "re-train the run") from err
 
 
+def read_label_names(path: str | os.PathLike) -> tuple[str, ...]:
+    """The label names of the run at ``path`` (its ``config.json``); ``RunError`` if they cannot be read."""
+    path = Path(path)
+    return _label_names(read_json(path / "config.json"), path)
+
+
+def _label_names(cfg: dict, path: Path) -> tuple[str, ...]:
+    labels = cfg.get("labels")
+    if not isinstance(labels, list):
+        raise RunError(f"{path} has no list of labels in its config.json", "re-train the run")
+    return tuple(str(x) for x in labels)
+
+
 def read_run_summary(path: str | os.PathLike) -> RunSummary:
     """The :class:`RunSummary` of the run at ``path``; ``RunError`` if its files cannot be read."""
     path = Path(path)
     cfg = read_json(path / "config.json")
     history = read_history(path)
+    labels = _label_names(cfg, path)
     try:
-        kept = history.kept_epoch
-        record = next((e for e in history.epochs if e.epoch == kept), None)
+        record = history.kept_record
         return RunSummary(
             name=path.name, created=str(cfg.get("created", ""))[:16].replace("T", " "), status=history.status,
             epochs_trained=len(history.epochs), epochs_planned=int(cfg["train"].get("epochs", len(history.epochs))),
-            kept_epoch=kept, kept_val_accuracy=record.val_accuracy if record is not None else None,
+            kept_epoch=history.kept_epoch, kept_val_accuracy=record.val_accuracy if record is not None else None,
             n_layers=int(cfg["model"]["n_layers"]), n_heads=int(cfg["model"]["n_heads"]),
+            label_names=labels, verdict=run_verdict(history, labels),
         )
     except (KeyError, TypeError, ValueError) as err:
         raise RunError(f"{path} has a malformed config or history ({type(err).__name__}: {err})", "re-train the run") from err

@@ -738,12 +738,13 @@ class Trainer:
 
     def _epoch_record(self, epoch: int, tally: _EpochTally, clock: _TrainingClock,
                       loss_weight: torch.Tensor | None) -> EpochRecord:
-        val_loss, val_acc, val_f1 = None, None, None
+        val_loss, val_acc, val = None, None, None
         if self._val[0]:
             val_loss, val_acc, preds = self.evaluate_encoded(self._val, weight=loss_weight)
-            val_f1 = classification_metrics(self._val[1], preds, self.label_names).macro_f1
+            val = classification_metrics(self._val[1], preds, self.label_names)
         return EpochRecord(epoch, tally.loss_sum / tally.seen, tally.correct / tally.seen, val_loss, val_acc,
-                           round(clock.elapsed, 4), tally.seen / max(tally.seconds, 1e-9), val_f1)
+                           round(clock.elapsed, 4), tally.seen / max(tally.seconds, 1e-9),
+                           val.macro_f1 if val else None, val.confusion if val else None)
 
     def _probes_due(self, epoch: int) -> bool:
         """Whether to record the probes' attention after ``epoch``: at most MAX_PROBE_RECORDS times, and the end."""

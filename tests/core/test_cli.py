@@ -11,12 +11,14 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from attention_core.run_folders import list_runs
 from attention_core.runs import load_run
 from attention_core.workspaces import WorkspaceStore
 from tests.helpers.cli import cli_process
+from tests.helpers.tiny_data import labels_without_meaning
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -155,6 +157,27 @@ def test_evaluate_with_other_column_names(cli, trained, tmp_path):
     out = last_json(r.stdout)
     assert out["n"] == 3 and 0.0 <= out["accuracy"] <= 1.0 and 0.0 <= out["macro_f1"] <= 1.0
     assert sum(map(sum, out["confusion"])) == 3
+
+
+def test_a_run_that_learned_nothing_says_so_in_the_summary_and_evaluate_too(cli, tmp_path):
+    texts, labels = labels_without_meaning()  # 60 % "yes" at random: nothing in the words to learn
+    csv = tmp_path / "meaningless.csv"
+    pd.DataFrame({"text": texts, "label": labels}).to_csv(csv, index=False)
+    r = cli("train", str(csv), "--out", str(tmp_path / "run"), "--epochs", "2", "--layers", "1", "--heads", "2",
+            "--batch-size", "8", "--val-fraction", "0.4", "--threads", "1", "--quiet")
+    assert r.returncode == 0, r.stderr
+    summary = last_json(r.stdout)
+    assert summary["majority_label"] == "yes" and summary["majority_share"] == 0.6  # 24 of the 40 validation rows
+    assert summary["learned"] is False and summary["verdict"] in ("nothing", "unclear")
+    assert summary["val_accuracy"] <= 0.6 or summary["verdict"] == "unclear"
+    assert "beyond always answering “yes”" in r.stderr and "Try more rows, more epochs, or another preset." in r.stderr
+
+    r = cli("evaluate", str(tmp_path / "run"), str(csv))
+    assert r.returncode == 0, r.stderr
+    out = last_json(r.stdout)
+    assert out["n"] == 100 and out["majority_label"] == "yes" and out["majority_share"] == 0.6
+    assert out["learned"] == (out["verdict"] == "learned") and "always answering “yes”" in r.stderr
+    assert "100 rows" in r.stderr or "of the rows" in r.stderr  # the evaluated rows, not "validation rows"
 
 
 BAD_INPUT = [

@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core import load_embeddings, load_run
-from tests.helpers.apptest import live_chart, page_job
+from tests.helpers.apptest import ending_banners, live_chart, page_job
 
 TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,7 +130,7 @@ def test_tiny_training_flow_completes_and_saves_a_run(runs_dir):
     assert (saved.train_config.sampling, saved.train_config.keep_by) == ("balanced", "macro_f1")
     assert saved.train_config.snapshots == 2  # the form's time-lapse moments: epochs 0 and 3, and the best one
     assert {0, 3} <= set(saved.snapshots) <= {0, 3, saved.history.kept_epoch}
-    assert any(s.value.startswith("Training finished") for s in at.success)
+    assert any(s.startswith("Training finished") for s in ending_banners(at))
     # the kept model is said to be the one the run kept it by (keep_by=macro_f1 above), not by its loss
     assert any("the one with the highest validation macro-F1" in c.value for c in at.caption)
     assert any(m.label == "Validation accuracy" for m in at.metric)
@@ -274,7 +274,7 @@ def test_choices_survive_a_visit_to_another_page(monkeypatch, runs_dir):
     assert at.number_input(key="train_default_c_layers").value == 1
     assert at.selectbox(key="train_default_c_pos").value == "learned"
     assert at.text_input(key="train_default_c_name_small.csv").value == "mine"
-    assert any(s.value.startswith("Training finished") for s in at.success)
+    assert any(s.startswith("Training finished") for s in ending_banners(at))
     assert (runs_dir / "mine" / "model.safetensors").is_file()
     at.switch_page("pages/2_Inspect.py").run()
     assert at.text_input(key="inspect_text").value == "a truly great film"
