@@ -48,6 +48,7 @@ def home() -> None:
 
     from ui import figures, preview
     from ui.preview import BUNDLED_NAME, EXAMPLES
+    from ui.sentence_box import sentence_box
     from ui.state import kept, kept_in_state
 
     def use_example() -> None:  # a click on the example already in the box deselects it: nothing to load
@@ -96,7 +97,7 @@ def home() -> None:
     # another example selects it and so loads it (a click on a selected pill would deselect it).
     st.session_state["home_example"] = text_now if text_now in EXAMPLES else None
     st.pills("Try an example", EXAMPLES, key="home_example", on_change=use_example)
-    text = st.text_input("Your sentence", key="home_text", max_chars=500, placeholder="Type a sentence in English…")
+    text = sentence_box("Your sentence", "home_text", placeholder="Type a sentence in English…")
     if not text.strip():
         st.info("Type a sentence above to see the model's prediction and its attention.")
         st.stop()

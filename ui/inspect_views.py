@@ -23,6 +23,7 @@ from attention_core.model import ModelConfig
 from attention_core.run_folders import run_stamp
 from ui import figures, state, view_link
 from ui.common import EXAMPLES, get_run, run_choices
+from ui.sentence_box import sentence_box
 from ui.state import kept, kept_in_state
 
 METHODS = {
@@ -353,7 +354,7 @@ def compare(run: Run, text: str) -> None:
     choices = run_choices()
     current = st.session_state.get("inspect_run")
     if mode == modes[0]:
-        other = st.text_input("Second sentence", **kept("inspect_compare_text", EXAMPLES[1]), max_chars=500)
+        other = sentence_box("Second sentence", "inspect_compare_text", EXAMPLES[1])
         sides = [(current, run, text), (current, run, other)]
     else:
         others = [n for n in choices if n != current] or list(choices)
