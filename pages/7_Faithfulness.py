@@ -8,6 +8,7 @@ import streamlit as st
 from ui import faithfulness_views as views
 from ui import view_link
 from ui.common import EXAMPLES, page_setup, sidebar_run
+from ui.markup import escaped
 from ui.sentence_box import sentence_box
 
 page_setup("Faithfulness", "⚖️")
@@ -52,5 +53,5 @@ with tab_sentence:
     views.curves_and_eraser(lab)
 
 with tab_heads:
-    st.caption(f"The sentence of the first tab: *{text}*")
+    st.caption(f"The sentence of the first tab: *{escaped(text)}*")
     views.knock_out_lab(run, text)

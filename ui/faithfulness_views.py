@@ -32,6 +32,7 @@ from attention_core.run_folders import run_stamp
 from ui import faithfulness_figures as figs
 from ui import figures, view_link
 from ui.live_chart import live_plotly_chart
+from ui.markup import token_chips
 from ui.state import kept
 
 MODES = {
@@ -99,7 +100,7 @@ def prediction_line(lab: SentenceLab) -> None:
     """The predicted class and the tokens read, in one line each."""
     p = lab.probabilities[lab.label]
     st.markdown(f"Prediction: **{lab.label}** ({p:.1%}) · the curves below follow this probability.")
-    st.markdown(" ".join(f":orange-background[{t}]" if t == "<unk>" else f":blue-background[{t}]" for t in lab.tokens))
+    st.markdown(token_chips(lab.tokens))
     for note in lab.notes:
         st.caption(note)
 

@@ -47,6 +47,7 @@ def home() -> None:
     import pandas  # noqa: F401
 
     from ui import figures, preview
+    from ui.markup import token_chips
     from ui.preview import BUNDLED_NAME, EXAMPLES
     from ui.sentence_box import sentence_box
     from ui.state import kept, kept_in_state
@@ -119,10 +120,7 @@ def home() -> None:
         live_chart.live_plotly_chart(figures.probability_bars(prediction.probabilities, predicted=prediction.label), key="home_probs")
     with right:
         st.subheader("Tokens the model read")
-        chips = " ".join(
-            f":orange-background[{t}]" if t == "<unk>" else f":blue-background[{t}]" for t in prediction.tokens
-        )
-        st.markdown(chips)
+        st.markdown(token_chips(prediction.tokens))
         if prediction.unknown_tokens:
             how = "read as the learned `<unk>` vector" if "<unk>" in prediction.tokens else "dropped"
             st.caption(

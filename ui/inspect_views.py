@@ -23,6 +23,7 @@ from attention_core.model import ModelConfig
 from attention_core.run_folders import run_stamp
 from ui import figures, state, view_link
 from ui.common import EXAMPLES, get_run, run_choices
+from ui.markup import escaped, token_chips
 from ui.sentence_box import sentence_box
 from ui.state import kept, kept_in_state
 
@@ -130,7 +131,7 @@ def prediction(ex: Explanation, true_label: str | None) -> None:
         st.plotly_chart(figures.probability_bars(ex.probabilities, predicted=ex.label), key="inspect_probs")
     with right:
         st.subheader("Tokens the model read")
-        st.markdown(" ".join(f":orange-background[{t}]" if t == "<unk>" else f":blue-background[{t}]" for t in ex.tokens))
+        st.markdown(token_chips(ex.tokens))
         for note in ex.notes:
             st.caption(note)
 
@@ -370,7 +371,7 @@ def compare(run: Run, text: str) -> None:
             sides = [(current, run, text)]
     for i, (col, (name, r, t)) in enumerate(zip(st.columns(2, gap="large"), sides, strict=False)):
         with col:
-            st.markdown(f"**{name}**  \n“{t}”")
+            st.markdown(f"**{name}**  \n“{escaped(t)}”")
             try:
                 p = r.predict(t)
             except InputError as err:

@@ -38,6 +38,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ui import state
+from ui.markup import escaped
 
 GLOBAL = ("w", "projector", "hide")  # parameters of every page, kept as they are (w: ui.common.TOKEN_PARAM)
 PRIVATE = ("w",)  # never in a link for someone else
@@ -134,7 +135,7 @@ class ViewLink:
     def notice(self, name: str, text: str, why: str) -> None:
         """One short notice about a parameter that was left out, its value shown as plain text."""
         self._left_out = True
-        self.notices.info(f"The link's `{_plain(name)}={_plain(text)}` was left out: {_escaped(why)}",
+        self.notices.info(f"The link's `{_plain(name)}={_plain(text)}` was left out: {escaped(why)}",
                           icon=":material/link_off:")
 
     def query(self, *, private: bool = True) -> dict[str, str]:
@@ -201,12 +202,6 @@ def _plain(text: str) -> str:
     """A value as it can sit in a code span: no backticks or line breaks, at most 40 characters."""
     flat = re.sub(r"[`\r\n\t]", " ", text)
     return flat if len(flat) <= 40 else f"{flat[:40]}… ({len(text):,} characters)"
-
-
-def _escaped(text: str) -> str:
-    """``text`` with every character Markdown (or Streamlit's ``:color[…]``, LaTeX) would act on escaped:
-    a reason may quote the value (a run's name)."""
-    return re.sub(r"([\\`*_\[\]{}()<>#+!|~$:&])", r"\\\1", text)
 
 
 def _encoded(query: Mapping[str, str]) -> str:
