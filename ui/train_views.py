@@ -340,8 +340,12 @@ def results(run: Run, run_path: Path | None, probs: np.ndarray | None = None) ->
                                   "support": m.support}).round(3), hide_index=True)
         _misclassified(run, texts, labels, probs)
     else:
-        st.info(f"This run had no validation share, so there are no validation metrics. Kept model: {kept}, the "
-                "last one (without validation rows there is no best epoch to go back to).")
+        share = run.train_config.val_fraction
+        why = ("This run had no validation share" if not share else  # set, but too few rows (TextDataset.split)
+               f"This run has no validation rows, though its validation share was {share:.0%}: too few rows to hold "
+               "any out (a class gives a validation row only from two rows on, as one always stays for training)")
+        st.info(f"{why}, so there are no validation metrics. Kept model: {kept}, the last one (without validation rows "
+                "there is no best epoch to go back to).")
     if run_path is not None and run_path.is_dir():  # (not deleted since from the runs list)
         # Zipped when clicked, not on every redraw of the page (its cost: benchmarks/README.md).
         st.download_button("⬇ Download run (.zip: model, config, history)", lambda: run_to_zip(run_path),
