@@ -324,8 +324,9 @@ def time_lapse(run: Run, path: Path, text: str, n_heads: int) -> None:
     # Built once per view, not on every rerun of the page: every tab runs each time.
     start = st.session_state.get("inspect_tl_epoch")  # a link's epoch=…: the frame it opens on
     if start is not None and start not in epochs:
+        opens = f"the run's model, epoch {model_epoch}" if model_epoch in epochs else "the last"
         st.caption(f"The link's epoch {start} is not one of this time-lapse's ({', '.join(map(str, epochs))}): it "
-                   "opens on the last.")
+                   f"opens on {opens}.")
     key: Hashable = ("time-lapse figure", run_stamp(path), source, replayed, layer, head, start)
     cache = _cache()
     if key not in cache:

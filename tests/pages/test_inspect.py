@@ -119,17 +119,18 @@ def test_time_lapse_plays_in_the_browser_and_marks_the_kept_epochs(runs_dir: Pat
     # (of 40 planned), and the kept epoch 8.
     assert list(maps) == ["0", "2", "5", "7", "8", "10", "12"]
     assert maps["12"].shape == (1, 7)  # it opens on the pooling attention's row (the last map)
-    assert not np.allclose(maps["0"], maps["12"])
-    assert np.allclose(array(fig["data"][0]["z"]), maps["12"])  # it opens on the last epoch
+    assert not np.allclose(maps["8"], maps["12"])
+    assert np.allclose(array(fig["data"][0]["z"]), maps["8"])  # it opens on the run's model, the one the page shows
     (buttons,) = fig["layout"]["updatemenus"]
     play = buttons["buttons"][0]
     assert play["label"] == "▶ Play" and play["method"] == "animate" and play["args"][0] is None
     assert play["args"][1]["frame"]["redraw"]  # heatmaps redraw on every frame
     (slider,) = fig["layout"]["sliders"]
-    assert slider["active"] == 6 and len(slider["steps"]) == 7
+    assert slider["active"] == 4 and len(slider["steps"]) == 7
     # Every frame is a kept epoch, named on the epoch axis right above the slider; the run's model (epoch 8,
     # lowest validation loss) has a star.
     assert fig["layout"]["xaxis3"]["ticktext"] == ["0", "2", "5", "7", "8★", "10", "12"]
+    assert fig["layout"]["xaxis3"]["tickvals"] == [0, 2, 5, 7, 8, 10, 12]  # spaced by the epochs' values
     captions = " ".join(c.value for c in at.caption)
     assert "The run's model has the weights of epoch 8 (lowest validation loss): epoch 8 (★) is that model." in captions
 

@@ -266,10 +266,11 @@ def test_inspect_names_the_pooling_map_when_a_layer_is_out_of_range(runs_dir):
     assert at.selectbox(key="inspect_layer").value == 2 and "layer" not in query(at)  # the last map, the default
 
 
-def test_an_epoch_the_time_lapse_does_not_have_says_so_and_opens_on_the_last(runs_dir):
+def test_an_epoch_the_time_lapse_does_not_have_says_so_and_opens_on_the_runs_model(runs_dir):
     at = visit("pages/2_Inspect.py", tab="time-lapse", epoch="6")  # the bundled run keeps epochs 0, 2, 5, 7, 8, 10, 12
-    assert any("epoch 6 is not one of this time-lapse's" in c.value for c in at.caption)
-    assert chart(at, "inspect_time_lapse")["layout"]["sliders"][0]["active"] > 0
+    assert any("epoch 6 is not one of this time-lapse's (0, 2, 5, 7, 8, 10, 12): it opens on the run's model, epoch 8."
+               in c.value for c in at.caption)
+    assert chart(at, "inspect_time_lapse")["layout"]["sliders"][0]["active"] == 4
 
 
 def test_faithfulness_opens_on_its_tab_heads_off_and_mode(runs_dir):
