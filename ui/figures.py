@@ -17,7 +17,7 @@ import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from attention_core.history import EpochRecord
-from attention_core.map_names import short_map_name
+from attention_core.map_names import grid_title
 
 COLORSCALE = "Blues"
 # plotly_white, keeping only what the app's charts use (every heatmap names its colour scale;
@@ -180,8 +180,8 @@ def attention_grid(attention: np.ndarray, tokens: Sequence[str], *, average: boo
     n_layers, n_heads = a.shape[:2]
     cols = n_heads + (1 if average else 0)
     pooled = n_layers - 1 if pooling else None  # the pooling attention's row of maps
-    where = [short_map_name(layer, n_layers - 1 if pooling else n_layers) for layer in range(n_layers)]
-    titles = [f"{where[layer]} · {'avg' if h == n_heads else f'H{h + 1}'}" for layer in range(n_layers) for h in range(cols)]
+    titles = [grid_title(layer, h, n_layers - 1 if pooling else n_layers, n_heads) for layer in range(n_layers)
+              for h in range(cols)]
     heights = [POOLING_ROW if layer == pooled else cell for layer in range(n_layers)]
     fig = make_subplots(rows=n_layers, cols=cols, subplot_titles=titles, horizontal_spacing=0.03,
                         vertical_spacing=0.08, row_heights=heights)

@@ -130,17 +130,18 @@ def home() -> None:
             )
         for note in prediction.notes:
             if "unknown word" not in note:  # said above, with a hint
-                st.caption(note[:1].upper() + note[1:])
+                st.caption(note)
 
     st.subheader("Attention")
     attn = np.asarray(prediction.attention)  # (L, H, T, T)
     c1, c2 = st.columns(2)
     layer = layer_names.index(c1.radio("Layer", layer_names, horizontal=True, **kept("home_layer", layer_names[0], layer_names)))
     head = c2.radio("Head", head_options, horizontal=True, **kept("home_head", head_options[0], head_options))
-    weights = attn[layer].mean(0) if head == head_options[0] else attn[layer, head_options.index(head) - 1]
+    head = head_options.index(head) - 1 if head != head_options[0] else n_heads  # (n_heads: their average)
+    weights = attn[layer].mean(0) if head == n_heads else attn[layer, head]
     pooled = n_maps > n_layers  # the last map is the pooling attention's: one row, the label's query
     live_chart.live_plotly_chart(
-        figures.attention_heatmap(weights, prediction.tokens, title=f"{layer_names[layer]} · {head}",
+        figures.attention_heatmap(weights, prediction.tokens, title=f"{layer_names[layer]} · {head_choice(head, n_heads)}",
                                   pooling=layer >= n_layers),
         key="home_heatmap",
     )

@@ -72,6 +72,15 @@ def test_typed_sentence_changes_the_tokens_shown(runs_dir: Path) -> None:
     assert zoom["data"][0]["y"] == zoom["data"][0]["x"] == ["i", "love", "this", "fantastic", "product"]
 
 
+def test_words_read_with_their_capitals_are_said_as_home_says_it(runs_dir: Path) -> None:
+    """Home wrote "Read with capitals", Inspect "read with capitals": one spelling, the core's (Encoded.notes)."""
+    at = page()
+    at.text_input(key="inspect_text").input("the food was NOT good at all").run()
+    assert not at.exception
+    said = [c.value for c in at.caption if "capitals" in c.value]
+    assert len(said) == 1 and said[0].startswith("Read with capitals (") and said[0].endswith(": NOT")
+
+
 def test_all_unknown_sentence_shows_an_error(runs_dir: Path) -> None:
     at = page()
     at.text_input(key="inspect_text").input("xqzzy qqqzz").run()

@@ -137,6 +137,13 @@ def test_the_grid_draws_its_pooling_row_of_maps_one_row_each():
     titles = [a.text for a in fig.layout.annotations]
     assert titles[:3] == ["L1 · H1", "L1 · H2", "L1 · avg"] and titles[6:] == ["Pooling · H1", "Pooling · H2", "Pooling · avg"]
     assert fig.layout.height < figures.attention_grid(attn, TOKENS).layout.height  # its row is short
+    # The Faithfulness knock-out grid names its maps as this grid does ("layer 1 · H2" there, "L1 · H2" here), marking
+    # the heads switched off.
+    from ui.faithfulness_figures import knocked_out_grid
+
+    off = [a.text for a in knocked_out_grid(attn, TOKENS, [(0, 1), (2, 0)], pooling=True).layout.annotations]
+    marked = {1: "<b>L1 · H2 · OFF</b>", 6: "<b>Pooling · H1 · OFF</b>"}
+    assert off == [marked.get(i, title) for i, title in enumerate(titles)]
     plain = [tr for tr in figures.attention_grid(attn, TOKENS).data if tr.type == "heatmap"]
     assert [np.asarray(tr.z).shape for tr in plain] == [(t, t)] * 9  # without the flag: every map square
 
