@@ -191,10 +191,14 @@ def refresh() -> None:
 
 
 def copy_link(url: str) -> None:
-    """The "Copy link to this view" control: the address in a code box, whose button copies it."""
+    """The "Copy link to this view" control: the address in a code box, whose button copies it. On a
+    shared server it says what the link does not carry (the workspace); on one's own, only what it does."""
+    from ui.workspace_views import shared_mode  # (light: no torch)
+
+    private = (" (not your workspace: a run of yours opens only for you, unless your teacher publishes it)"
+               if shared_mode() else "")
     with st.popover("Copy link to this view", icon=":material/link:", width="stretch"):
-        st.caption("Opens this page as you see it now (not your workspace: a run of yours opens only for you, "
-                   "unless your teacher publishes it). Copy it with the button at its right.")
+        st.caption(f"Opens this page as you see it now{private}. Copy it with the button at its right.")
         st.code(url, language=None, wrap_lines=True)
 
 

@@ -114,6 +114,22 @@ def copied_link(at: AppTest) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(urlsplit(code.value).query).items()}
 
 
+def copy_box_caption(at: AppTest) -> str:
+    (box,) = [b for b in at.sidebar.children.values() if b.type == "popover"
+              and b.proto.popover.label == "Copy link to this view"]
+    (caption,) = [c for c in box.children.values() if c.type == "caption"]
+    return caption.value
+
+
+def test_the_copy_box_speaks_of_workspaces_and_a_teacher_only_on_a_shared_server(runs_dir, monkeypatch):
+    """On one's own machine there is no workspace and no teacher: the box said so all the same."""
+    local = copy_box_caption(visit(sentence="the movie was great"))
+    assert local == "Opens this page as you see it now. Copy it with the button at its right."
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_SHARED", "1")
+    shared = copy_box_caption(visit(sentence="the movie was great"))
+    assert "not your workspace" in shared and "teacher" in shared
+
+
 def test_home_opens_on_the_sentence_layer_and_head_of_its_address(runs_dir):
     at = visit(sentence="the movie was great", layer="2", head="3", grid="1")
     assert at.text_input(key="home_text").value == "the movie was great"
