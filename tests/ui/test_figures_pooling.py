@@ -184,7 +184,7 @@ def test_home_names_the_pooling_map_and_draws_it_as_one_row(pooled):
     assert heatmap["data"][0]["y"] == [figures.POOLING_QUERY]
     np.testing.assert_allclose(array(heatmap["data"][0]["z"]), one_row(attention[2].mean(0)), atol=1e-6)
     title = heatmap["layout"]["title"]["text"]
-    assert title.startswith("Pooling · Average of heads") and figures.POOLING_CAPTION in title
+    assert title.startswith("Pooling · average of heads") and figures.POOLING_CAPTION in title
     at.toggle(key="home_grid_on").set_value(True).run()
     grid = [d for d in chart(at, "home_grid")["data"] if d["type"] == "heatmap"]
     assert [d["y"] for d in grid[-5:]] == [[figures.POOLING_QUERY]] * 5  # 4 heads and their average
