@@ -306,7 +306,7 @@ def test_the_time_lapse_plays_in_the_browser(server: str) -> None:
         settled(page)  # before ▶: a redraw in the middle would restart the figure
         lapse = main.locator(".js-plotly-plot", has_text="▶ Play")
         title = lapse.locator(".gtitle")
-        title.filter(has_text="Epoch 12").wait_for()  # opens on the last epoch
+        title.filter(has_text="Epoch 8").wait_for()  # opens on the run's model (epoch 8), the one the page shows
         seen = set()
         lapse.get_by_text("▶ Play").click()
         for _ in range(200):  # the frames change the title in the browser; no page run takes part
