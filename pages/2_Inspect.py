@@ -7,6 +7,7 @@ import streamlit as st
 from ui import inspect_views as views
 from ui import view_link
 from ui.common import EXAMPLES, kept, page_setup, sidebar_run
+from ui.sentence_box import sentence_box
 
 page_setup("Inspect", "🔬")
 st.title(":material/biotech: Inspect a model")
@@ -29,7 +30,7 @@ true_label = None
 if source == SOURCES[0] or not val_texts:
     if source != SOURCES[0]:
         st.caption("This run kept no validation rows: type a sentence instead.")
-    text = st.text_input("Your sentence", **kept("inspect_text", EXAMPLES[0]), max_chars=500)
+    text = sentence_box("Your sentence", "inspect_text", EXAMPLES[0])
 else:
     i = st.selectbox(f"Validation sentence ({len(val_texts):,}, held out from training)", range(len(val_texts)),
                      **kept(f"inspect_val_{path.name}", 0, range(len(val_texts))),

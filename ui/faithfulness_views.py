@@ -32,6 +32,7 @@ from attention_core.run_folders import run_stamp
 from ui import faithfulness_figures as figs
 from ui import figures, view_link
 from ui.live_chart import live_plotly_chart
+from ui.markup import token_chips
 from ui.state import kept
 
 MODES = {
@@ -99,7 +100,7 @@ def prediction_line(lab: SentenceLab) -> None:
     """The predicted class and the tokens read, in one line each."""
     p = lab.probabilities[lab.label]
     st.markdown(f"Prediction: **{lab.label}** ({p:.1%}) · the curves below follow this probability.")
-    st.markdown(" ".join(f":orange-background[{t}]" if t == "<unk>" else f":blue-background[{t}]" for t in lab.tokens))
+    st.markdown(token_chips(lab.tokens))
     for note in lab.notes:
         st.caption(note)
 
@@ -148,7 +149,6 @@ def knock_out_lab(run: Run, text: str) -> None:
     """Pick heads to switch off and a way to do it; the prediction and every map redraw at once
     (a fragment: only this block reruns; its charts are updated in place, ``ui.live_chart``)."""
     cfg = run.model_config
-    names = map_words(cfg)
     heads = head_names(cfg)
     pooling = cfg.n_attention_maps > cfg.n_layers
     left, right = st.columns([2, 1], gap="large")
@@ -173,7 +173,7 @@ def knock_out_lab(run: Run, text: str) -> None:
     change = max(abs(edited.probabilities[k] - plain.probabilities[k]) for k in plain.probabilities)
     st.caption(f"The largest change in a class's probability: {change:.1%}. Below, every map with those heads off: "
                "a head switched off in an early layer changes what the later layers see, so their maps move too.")
-    live_plotly_chart(figs.knocked_out_grid(np.asarray(edited.attention), edited.tokens, off, names,
+    live_plotly_chart(figs.knocked_out_grid(np.asarray(edited.attention), edited.tokens, off,
                                            pooling=cfg.pooling == "attention"), key="faith_ko_grid")
 
 

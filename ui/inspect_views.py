@@ -23,6 +23,8 @@ from attention_core.model import ModelConfig
 from attention_core.run_folders import run_stamp
 from ui import chart_downloads, figures, state, view_link
 from ui.common import EXAMPLES, get_run, run_choices
+from ui.markup import escaped, token_chips
+from ui.sentence_box import sentence_box
 from ui.state import kept, kept_in_state
 
 METHODS = {
@@ -131,7 +133,7 @@ def prediction(ex: Explanation, true_label: str | None, *, model: str) -> None:
                         config=chart_downloads.config("Probabilities", model=model, sentence=ex.text))
     with right:
         st.subheader("Tokens the model read")
-        st.markdown(" ".join(f":orange-background[{t}]" if t == "<unk>" else f":blue-background[{t}]" for t in ex.tokens))
+        st.markdown(token_chips(ex.tokens))
         for note in ex.notes:
             st.caption(note)
 
@@ -333,8 +335,9 @@ def time_lapse(run: Run, path: Path, text: str, n_heads: int) -> None:
     # Built once per view, not on every rerun of the page: every tab runs each time.
     start = st.session_state.get("inspect_tl_epoch")  # a link's epoch=…: the frame it opens on
     if start is not None and start not in epochs:
+        opens = f"the run's model, epoch {model_epoch}" if model_epoch in epochs else "the last"
         st.caption(f"The link's epoch {start} is not one of this time-lapse's ({', '.join(map(str, epochs))}): it "
-                   "opens on the last.")
+                   f"opens on {opens}.")
     key: Hashable = ("time-lapse figure", run_stamp(path), source, replayed, layer, head, start)
     cache = _cache()
     if key not in cache:
@@ -366,7 +369,7 @@ def compare(run: Run, text: str) -> None:
     choices = run_choices()
     current = st.session_state.get("inspect_run")
     if mode == modes[0]:
-        other = st.text_input("Second sentence", **kept("inspect_compare_text", EXAMPLES[1]), max_chars=500)
+        other = sentence_box("Second sentence", "inspect_compare_text", EXAMPLES[1])
         sides = [(current, run, text), (current, run, other)]
     else:
         others = [n for n in choices if n != current] or list(choices)
@@ -382,7 +385,7 @@ def compare(run: Run, text: str) -> None:
             sides = [(current, run, text)]
     for i, (col, (name, r, t)) in enumerate(zip(st.columns(2, gap="large"), sides, strict=False)):
         with col:
-            st.markdown(f"**{name}**  \n“{t}”")
+            st.markdown(f"**{name}**  \n“{escaped(t)}”")
             try:
                 p = r.predict(t)
             except InputError as err:

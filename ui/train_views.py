@@ -36,6 +36,21 @@ from ui.training_page import JobStatus, TrainingJob, TrainingPage, ordinal
 HOME_URL_PATH = "home"  # the url_path app.py's router gives its Home page (tests/ui/test_navigation.py follows it)
 
 
+# The browser refuses a file over the upload limit (server.maxUploadSize) itself, and Streamlit says why only
+# in a tooltip of the file's chip (its text is there, visually hidden): shown here as text under the chip.
+UPLOAD_REFUSAL_CSS = """
+[data-testid='stFileChip'][aria-invalid='true'] { flex-wrap: wrap; height: auto; max-width: none; }
+[data-testid='stFileChip'][aria-invalid='true'] [role='alert'] {
+  position: static; width: auto; height: auto; margin: 0.25rem 0 0; clip: auto; clip-path: none;
+  overflow: visible; white-space: normal; flex-basis: 100%; color: #bd4043; font-size: 0.875rem; }
+"""
+
+
+def show_upload_refusals() -> None:
+    """Show why the browser refused an upload (a file over the limit) as text, not only on hover."""
+    st.html(f"<style>{UPLOAD_REFUSAL_CSS}</style>")
+
+
 @st.cache_data(show_spinner="Reading the CSV…", max_entries=8)
 def parse(data: bytes, name: str):
     return read_table(data, name=name)
@@ -314,8 +329,12 @@ def results(run: Run, run_path: Path | None, probs: np.ndarray | None = None, *,
                                   "support": m.support}).round(3), hide_index=True)
         _misclassified(run, texts, labels, probs)
     else:
-        st.info(f"This run had no validation share, so there are no validation metrics. Kept model: {kept}, the "
-                "last one (without validation rows there is no best epoch to go back to).")
+        share = run.train_config.val_fraction
+        why = ("This run had no validation share" if not share else  # set, but too few rows (TextDataset.split)
+               f"This run has no validation rows, though its validation share was {share:.0%}: too few rows to hold "
+               "any out (a class gives a validation row only from two rows on, as one always stays for training)")
+        st.info(f"{why}, so there are no validation metrics. Kept model: {kept}, the last one (without validation rows "
+                "there is no best epoch to go back to).")
     if run_path is not None and run_path.is_dir():  # (not deleted since from the runs list)
         # Zipped when clicked, not on every redraw of the page (its cost: benchmarks/README.md).
         st.download_button("⬇ Download run (.zip: model, config, history)", lambda: run_to_zip(run_path),

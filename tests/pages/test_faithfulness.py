@@ -79,7 +79,7 @@ def test_knocking_out_heads_changes_the_shown_probabilities_and_maps(bundled):
     assert shown != pytest.approx(bars(at, "faith_plain_probs"), abs=1e-4)  # the change is visible
     grid = live_chart(at, "faith_ko_grid")
     off = [a["text"] for a in grid["layout"]["annotations"] if "OFF" in a["text"]]
-    assert off == [f"<b>layer 1 · H{h} · OFF</b>" for h in range(1, 5)]
+    assert off == [f"<b>L1 · H{h} · OFF</b>" for h in range(1, 5)]  # named as every grid names its maps
     layer2 = 5  # the first map of layer 2 (4 heads and the average per row)
     assert not np.allclose(array(grid["data"][layer2]["z"]), array(plain_grid["data"][layer2]["z"]))  # later maps move
     assert np.allclose(array(grid["data"][0]["z"]), 0.0)  # a removed head's weights are 0
@@ -175,7 +175,7 @@ def test_a_pooling_attention_is_a_method_and_its_heads_can_be_knocked_out(bundle
     expected = pooled.predict(text, edit_attention=knock_out(off, pooled.model_config, "zero")).probabilities
     assert bars(at, "faith_ko_probs") == pytest.approx(expected, abs=1e-9)
     titles = [a["text"] for a in live_chart(at, "faith_ko_grid")["layout"]["annotations"]]
-    assert "<b>pooling · H1 · OFF</b>" in titles and "layer 2 · H1" in titles
+    assert "<b>Pooling · H1 · OFF</b>" in titles and "L2 · H1" in titles
 
     at.selectbox(key="faith_run").set_value("mean-pooled").run()  # 2 layers and mean pooling
     assert not at.exception and not at.error

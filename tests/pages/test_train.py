@@ -143,6 +143,19 @@ def test_a_run_without_validation_says_so_and_keeps_its_last_epoch(runs_dir):
     assert "no validation share" in at.info[0].value and "Kept model: epoch 3 of 3 (300 planned)" in at.info[0].value
 
 
+def test_a_run_too_small_to_hold_rows_out_says_why_it_has_no_validation(runs_dir):
+    """A two-row CSV with a validation share of 20 %: each class's one row stays for training. It said "no
+    validation share", as if none had been set."""
+    run = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32), TrainConfig(epochs=2, batch_size=2, val_fraction=0.2),
+                  dataset_from_lists(["a great movie", "a terrible movie"], ["pos", "neg"]), load_embeddings()).run()
+    assert run.validation == ((), ())
+    save_run(run, runs_dir / "two-rows")
+    info = results_of(runs_dir / "two-rows").info[0].value
+    assert "no validation share" not in info
+    assert "though its validation share was 20%: too few rows to hold any out" in info
+    assert "Kept model: epoch 2 of 2" in info
+
+
 # -- how sure the accuracy is ----------------------------------------------------------------------
 # Wilson intervals published in Newcombe (1998), "Two-sided confidence intervals for the single
 # proportion", Statistics in Medicine 17:857-872, table I (method 3).

@@ -114,6 +114,22 @@ def copied_link(at: AppTest) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(urlsplit(code.value).query).items()}
 
 
+def copy_box_caption(at: AppTest) -> str:
+    (box,) = [b for b in at.sidebar.children.values() if b.type == "popover"
+              and b.proto.popover.label == "Copy link to this view"]
+    (caption,) = [c for c in box.children.values() if c.type == "caption"]
+    return caption.value
+
+
+def test_the_copy_box_speaks_of_workspaces_and_a_teacher_only_on_a_shared_server(runs_dir, monkeypatch):
+    """On one's own machine there is no workspace and no teacher: the box said so all the same."""
+    local = copy_box_caption(visit(sentence="the movie was great"))
+    assert local == "Opens this page as you see it now. Copy it with the button at its right."
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_SHARED", "1")
+    shared = copy_box_caption(visit(sentence="the movie was great"))
+    assert "not your workspace" in shared and "teacher" in shared
+
+
 def test_home_opens_on_the_sentence_layer_and_head_of_its_address(runs_dir):
     at = visit(sentence="the movie was great", layer="2", head="3", grid="1")
     assert at.text_input(key="home_text").value == "the movie was great"
@@ -269,10 +285,11 @@ def test_inspect_names_the_pooling_map_when_a_layer_is_out_of_range(runs_dir):
     assert at.selectbox(key="inspect_layer").value == 2 and "layer" not in query(at)  # the last map, the default
 
 
-def test_an_epoch_the_time_lapse_does_not_have_says_so_and_opens_on_the_last(runs_dir):
+def test_an_epoch_the_time_lapse_does_not_have_says_so_and_opens_on_the_runs_model(runs_dir):
     at = visit("pages/2_Inspect.py", tab="time-lapse", epoch="6")  # the bundled run keeps epochs 0, 2, 5, 7, 8, 10, 12
-    assert any("epoch 6 is not one of this time-lapse's" in c.value for c in at.caption)
-    assert chart(at, "inspect_time_lapse")["layout"]["sliders"][0]["active"] > 0
+    assert any("epoch 6 is not one of this time-lapse's (0, 2, 5, 7, 8, 10, 12): it opens on the run's model, epoch 8."
+               in c.value for c in at.caption)
+    assert chart(at, "inspect_time_lapse")["layout"]["sliders"][0]["active"] == 4
 
 
 def test_faithfulness_opens_on_its_tab_heads_off_and_mode(runs_dir):
