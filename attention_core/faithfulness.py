@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from attention_core.encoding import UNK, Batch, Encoded, TextEncoder
+from attention_core.encoding import Batch, Encoded, TextEncoder
 from attention_core.errors import ConfigError, DataError, EmbeddingError
 from attention_core.explain import attention_rollout, feature_saliency
 from attention_core.map_names import head_name, heads_hint
@@ -572,7 +572,7 @@ def run_report(
     chosen = available_methods(model, methods)
     y_all = np.asarray(_labelled(label_names, texts, labels))
     encoded = [encoder.encode(text) for text in texts]
-    readable = [i for i, enc in enumerate(encoded) if any(t != UNK for t in enc.ids)]
+    readable = [i for i, enc in enumerate(encoded) if enc.readable]
     if not readable:
         raise EmbeddingError("no sentence has a word the run knows", "check the text column and the run's word vectors")
     kept_texts = [texts[i] for i in readable]

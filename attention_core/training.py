@@ -36,7 +36,7 @@ from attention_core.configs import (  # noqa: F401 — TrainConfig and its choic
 )
 from attention_core.data import TextDataset, check_known_words
 from attention_core.embeddings import Embeddings, load_embeddings
-from attention_core.encoding import UNK, TextEncoder
+from attention_core.encoding import TextEncoder
 from attention_core.errors import ConfigError, DataError, EmbeddingError
 from attention_core.history import (  # noqa: F401 — re-exported
     EpochRecord,
@@ -791,7 +791,7 @@ def predict_probabilities(
     ``EmbeddingError`` for such a sentence). ``edit_attention``: as for ``model.forward``.
     """
     out = np.full((len(texts), model.cfg.n_classes), np.nan)
-    encoded = [(i, enc) for i, enc in enumerate(map(encoder.encode, texts)) if any(t != UNK for t in enc.ids)]
+    encoded = [(i, enc) for i, enc in enumerate(map(encoder.encode, texts)) if enc.readable]
     encoded.sort(key=lambda ie: len(ie[1].ids))
     with evaluating(model):  # as run_sentence runs one sentence: model.forward, in eval mode, mode given back
         for start in range(0, len(encoded), batch_size):
