@@ -30,7 +30,7 @@ Legend: N rows of a batch, T tokens, L layers, H heads, C classes, F input featu
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -259,6 +259,15 @@ def _rows_of(counts: Sequence[int]) -> Tensor:
     return torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts))
 
 
+def _passes(contexts: Sequence[SentenceContext], sentence: Tensor) -> Iterator[tuple[slice, int]]:
+    """The rows (of sentences ``sentence``, (N,)) in passes of :data:`ROWS_PER_PASS`, each with the length of its
+    longest sentence: a pass is padded no further (the sentences come sorted by length, so little)."""
+    lengths = torch.tensor([ctx.n_tokens for ctx in contexts])[sentence.cpu()]
+    for start in range(0, len(sentence), ROWS_PER_PASS):
+        part = slice(start, start + ROWS_PER_PASS)
+        yield part, int(lengths[part].max())
+
+
 def _split(values: Tensor, counts: Sequence[int], keys: Sequence[int]) -> dict[int, Tensor]:
     return dict(zip(keys, torch.split(values, list(counts)), strict=True))
 
@@ -276,9 +285,8 @@ def _keep_passes(contexts: Sequence[SentenceContext], requests: Sequence[Keep], 
     targets = torch.tensor([ctx.target for ctx in contexts], device=device)[sentence]
     p = []
     with evaluating(model):
-        for start in range(0, len(masks), ROWS_PER_PASS):
-            part = slice(start, start + ROWS_PER_PASS)
-            logits, _ = model.forward_features(features[sentence[part]], masks[part], need_weights=False)
+        for part, tokens in _passes(contexts, sentence):
+            logits, _ = model.forward_features(features[sentence[part], :tokens], masks[part, :tokens], need_weights=False)
             p.append(torch.softmax(logits.double(), -1).gather(1, targets[part, None])[:, 0])
     per_sentence = _split(torch.cat(p).cpu(), [len(rows) for rows, _ in unique], keys)
     return {k: per_sentence[k][where].numpy() for k, (_, where) in zip(keys, unique, strict=True)}
@@ -296,10 +304,10 @@ def _shuffle_passes(contexts: Sequence[SentenceContext], requests: Sequence[Shuf
     last = model.cfg.n_attention_maps - 1
     probabilities = []
     with evaluating(model):
-        for start in range(0, len(orders), ROWS_PER_PASS):
-            part = slice(start, start + ROWS_PER_PASS)
-            logits, _ = model.forward_features(features[sentence[part]], real[sentence[part]], need_weights=False,
-                                               edit_attention=_permute_last_layer(orders[part], last))
+        for part, tokens in _passes(contexts, sentence):
+            logits, _ = model.forward_features(features[sentence[part], :tokens], real[sentence[part], :tokens],
+                                               need_weights=False,
+                                               edit_attention=_permute_last_layer(orders[part, :tokens], last))
             probabilities.append(torch.softmax(logits.double(), -1))
     return _split(torch.cat(probabilities), [len(r.orders) for r in requests], keys)
 
@@ -316,11 +324,11 @@ def _gradient_passes(contexts: Sequence[SentenceContext], requests: Sequence[Gra
     targets = torch.tensor([ctx.target for ctx in contexts], device=features.device)[sentence]
     grads = []
     with evaluating(model):
-        for start in range(0, len(alphas), ROWS_PER_PASS):
-            part = slice(start, start + ROWS_PER_PASS)
-            x = features[sentence[part]]
-            grads.append(log_prob_gradients(model, alphas[part, None, None] * x[..., :e], x[..., e:], real[sentence[part]],
-                                            targets[part]))
+        for part, tokens in _passes(contexts, sentence):
+            x = features[sentence[part], :tokens]
+            grad = log_prob_gradients(model, alphas[part, None, None] * x[..., :e], x[..., e:],
+                                      real[sentence[part], :tokens], targets[part])
+            grads.append(torch.nn.functional.pad(grad, (0, 0, 0, t - tokens)))  # (rows, t, E)
     per_sentence = _split(torch.cat(grads), [len(r.alphas) for r in requests], keys)
     return {k: per_sentence[k][:, : ctx.n_tokens] for k, ctx in zip(keys, contexts, strict=True)}
 
