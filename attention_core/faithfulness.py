@@ -138,10 +138,6 @@ class SentenceContext:
     def n_tokens(self) -> int:
         return self.features.shape[1]
 
-    @property
-    def mask(self) -> Tensor:
-        return torch.ones(1, self.n_tokens, dtype=torch.bool, device=self.features.device)
-
     def target_probability(self, keep: Tensor) -> np.ndarray:
         """p(target) with only the tokens where ``keep`` (N, T) is True, the rest masked. → (N,)."""
         return run_side_by_side([self], [_ask(Keep(keep))])[0]
