@@ -123,6 +123,11 @@ class Encoded:
     casing: tuple[int, ...] = field(default=())  # per id, how the token was written (encoders with casing; else empty)
 
     @property
+    def readable(self) -> bool:
+        """Whether the model has a known word of it to read: a sentence without one cannot be predicted."""
+        return any(i != UNK for i in self.ids)
+
+    @property
     def notes(self) -> list[str]:
         """What a page shows under the tokens, each as written here (a sentence, capitalised)."""
         out = []

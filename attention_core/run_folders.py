@@ -53,6 +53,7 @@ MAX_ZIP_BYTES = 200 * 1024 * 1024
 MAX_UNPACKED_BYTES = 4 * MAX_ZIP_BYTES  # a run's files, unpacked: more is a zip bomb, not a run
 MAX_NAME_LENGTH = 80
 OUT_HINT = "choose a new folder, or --overwrite to replace an earlier run"
+BUNDLED_RUN = Path(__file__).resolve().parents[1] / "data" / "default_run"  # in a clone (or an editable install of it)
 
 
 def write_run_folder(path: str | os.PathLike, write: Callable[[Path], None], *, overwrite: bool = False) -> Path:
@@ -644,3 +645,13 @@ def interrupted_run(runs_dir: str | os.PathLike, entry: JournalEntry) -> Path | 
         if created.timestamp() >= int(entry.started):  # ("created" has whole seconds)
             found.append((created, path))
     return max(found)[1] if found else None
+
+
+def missing_run_hint(path: Path) -> str:
+    """What to do about a run folder that is not there: where the bundled run really is (a relative
+    ``data/default_run`` read from another folder misses it), and how to train one."""
+    train = ("train one with `attention-playground train CSV --out DIR` (or `python -m attention_core train …` "
+             "in the project's folder)")
+    if BUNDLED_RUN.is_dir() and path.resolve() != BUNDLED_RUN:
+        return f"the bundled run is {BUNDLED_RUN}; or {train}"
+    return train

@@ -37,8 +37,9 @@ with tab_run:  # first: a sentence the model cannot read stops the page below, n
         if report is None and clicked:
             report = views.make_report(run, path, mode, n)
         if report is None:
-            st.caption("Switches every head off in turn, then scores every method on each sentence: about a minute for "
-                       "600 sentences, more on a busy machine. The server keeps the result, so a second look is instant.")
+            st.caption("Switches every head off in turn, then scores every method on each sentence. "
+                       f"{views.report_estimate(n, views.last_report_pace())} The server keeps the result, so a second "
+                       "look is instant.")
         else:
             views.report_views(report, run)
     st.divider()

@@ -147,7 +147,7 @@ def home() -> None:
         figures.attention_heatmap(weights, prediction.tokens, title=f"{layer_names[layer]} · {head_choice(head, n_heads)}",
                                   pooling=layer >= n_layers),
         key="home_heatmap",
-        config=chart_downloads.config("Attention", model=name, sentence=text, layer=layer_names[layer], head=head),
+        config=chart_downloads.config("Attention", model=name, sentence=text, layer=layer_names[layer], head=head_choice(head, n_heads)),
     )
     if st.toggle("Show all layers and heads at once", **kept("home_grid_on", False)):  # drawn on request: 10+ maps are slow to draw
         st.plotly_chart(figures.attention_grid(attn, prediction.tokens, pooling=pooled), key="home_grid",

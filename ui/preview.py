@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from attention_core import map_names as naming
-from attention_core.run_folders import list_runs
+from attention_core.run_folders import BUNDLED_RUN, list_runs
 from attention_core.workspaces import runs_root
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_RUN = ROOT / "data" / "default_run"
+DEFAULT_RUN = BUNDLED_RUN
 PREVIEW = DEFAULT_RUN / "preview.json"
 BUNDLED_NAME = "Bundled: default model on UCI sentences"
 EXAMPLES = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -220,12 +221,20 @@ def test_the_report_moves_a_progress_bar_through_both_stages(monkeypatch):
             return self.bar.empty()
 
     monkeypatch.setattr(st, "progress", lambda value, text=None: Spy(real(value, text=text)))
+    faithfulness_views.last_report_pace.clear()
     at = page()
+    before = " ".join(c.value for c in at.caption)
+    assert "shown as it runs, measured on this machine" in before and "minute" not in before  # nothing promised
     at.number_input(key="faith_report_n").set_value(3)
     at.button(key="faith_report_run").click().run()
     assert not at.exception and not at.error
     passes = 2 * 12 + 1  # every head on, each of the 12 alone (2 layers and the pooling attention), then the pruning steps
-    assert shown[0] == (1 / passes, f"1 of {passes} knock-out passes over the sentences")
+    assert shown[0][0] == 1 / passes  # the time left, measured as it runs (tests/ui/test_faithfulness_views.py)
+    assert re.fullmatch(rf"1 of {passes} knock-out passes over the sentences, about \d+ s left for them, then the "
+                        "sentences", shown[0][1])
     assert (1.0, f"{passes} of {passes} knock-out passes over the sentences") in shown
     assert shown[-1] == (1.0, "3 of 3 sentences scored by every method")
     assert not at.get("progress")  # gone once the report is shown
+    at.number_input(key="faith_report_n").set_value(2).run()  # another size: not made yet, so the caption again
+    after = " ".join(c.value for c in at.caption)
+    assert re.search(r"The last report on this server took \d+ s for 3 sentences: about \d+ s for 2", after), after

@@ -64,7 +64,7 @@ def test_every_chart_on_home_names_its_download_after_the_model_sentence_layer_a
     options = download_options(at)
     assert set(options) == {"home_probs", "home_heatmap", "home_grid"}
     assert_named(options, "the food was not good at all")
-    assert options["home_heatmap"]["title"].endswith("· Layer 1 · Head 2")
+    assert options["home_heatmap"]["title"].endswith("· Layer 1 · head 2")
     assert options["home_heatmap"]["filename"].endswith("_layer-1_head-2")
 
 
