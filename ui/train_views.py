@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -493,10 +495,26 @@ def runs_manager(runs_dir: Path) -> None:
         both = st.multiselect("Compare two runs", names, max_selections=2, key="train_compare")
         if len(both) == 2:
             try:
-                curves = {n: load_run(runs_dir / n).history.epochs for n in both}
-                st.plotly_chart(figures.compare_curves(curves), key="train_compare_chart")
+                runs = {n: load_run(runs_dir / n) for n in both}
             except InputError as err:
                 st.error(f"{err}")
+            else:
+                if note := not_on_one_scale({n: r.label_names for n, r in runs.items()}):
+                    st.warning(note, icon=":material/balance:")
+                st.plotly_chart(figures.compare_curves({n: r.history.epochs for n, r in runs.items()}),
+                                key="train_compare_chart")
+
+
+def not_on_one_scale(labels: dict[str, Sequence[str]]) -> str | None:
+    """What a learner must know before comparing the curves of runs with different label sets (None when they
+    share one): a loss starts at ln k for k labels, and an accuracy is read against its own majority share."""
+    if len({frozenset(names) for names in labels.values()}) <= 1:
+        return None
+    said = "; ".join(f"“{n}”: {len(names)} labels, a guess's loss ln {len(names)} ≈ {math.log(len(names)):.2f}"
+                     for n, names in labels.items())
+    return ("These runs were trained on different labels, so their curves are not on one scale: a lower loss or a "
+            f"higher accuracy does not mean one learned more ({said}). Compare each run's accuracy with its own "
+            "majority share, in the table above.")
 
 
 def _rename(runs_dir: Path, old: str) -> None:

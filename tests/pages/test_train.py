@@ -280,6 +280,25 @@ def folder_state(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+def test_comparing_runs_of_different_labels_says_their_curves_are_not_on_one_scale(runs_dir):
+    """Two labels against four: a guess's loss is ln 2 against ln 4, so the lower curve says nothing of which
+    learned more; the page says so (the chart alone invited the comparison). Runs of the same labels: no note."""
+    small = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32)
+    texts = ["a great movie", "a terrible movie", "a fine film", "an awful film"] * 2
+    for name, labels in (("two", ["pos", "neg"] * 4), ("four", ["a", "b", "c", "d"] * 2), ("two-again", ["pos", "neg"] * 4)):
+        run = Trainer(small, TrainConfig(epochs=2, batch_size=4, val_fraction=0.0), dataset_from_lists(texts, labels),
+                      load_embeddings()).run(name=name)
+        save_run(run, runs_dir / name)
+    at = train_page()
+    at.multiselect(key="train_compare").set_value(["two", "four"]).run()
+    assert not at.exception
+    notes = [w.value for w in at.warning if "not on one scale" in w.value]
+    assert len(notes) == 1 and "ln 2 ≈ 0.69" in notes[0] and "ln 4 ≈ 1.39" in notes[0]
+    assert at.get("plotly_chart")  # the curves are still drawn, under the note
+    at.multiselect(key="train_compare").set_value(["two", "two-again"]).run()
+    assert not at.exception and not [w for w in at.warning if "not on one scale" in w.value]
+
+
 def test_rename_refuses_unsafe_and_taken_names_and_loses_nothing(runs_dir, tmp_path):
     for name in ("first", "second"):
         shutil.copytree(BUNDLED, runs_dir / name)
