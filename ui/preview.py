@@ -116,7 +116,9 @@ def warm_up() -> None:
     with _warm_lock:
         if _warming is None and not model_code_loaded():
             sys.setswitchinterval(0.001)  # as ui.common sets it: the import hands the GIL to the server often
-            _warming = threading.Thread(target=_load_the_model, name="load-the-model", daemon=True)
+            # Not a daemon: a process that exits while this thread is inside torch's import or first pass can
+            # abort (SIGABRT, seen in the test suite); the interpreter waits the few seconds it has left.
+            _warming = threading.Thread(target=_load_the_model, name="load-the-model", daemon=False)
             _warming.start()
 
 
