@@ -55,13 +55,15 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     t.add_argument("--preset", default="default", help=cli_help())
     t.add_argument("--text-col", help="text column (default: detected)")
     t.add_argument("--label-col", help="label column (default: detected)")
-    t.add_argument("--epochs", type=int)
-    t.add_argument("--layers", type=int, dest="n_layers")
-    t.add_argument("--heads", type=int, dest="n_heads")
-    t.add_argument("--lr", type=float)
-    t.add_argument("--batch-size", type=int)
-    t.add_argument("--seed", type=int)
-    t.add_argument("--val-fraction", type=float)
+    t.add_argument("--epochs", type=int, help="most epochs to train (default: the preset's; patience may stop sooner)")
+    t.add_argument("--layers", type=int, dest="n_layers", help="attention layers (default: the preset's)")
+    t.add_argument("--heads", type=int, dest="n_heads", help="heads per attention layer (default: the preset's)")
+    t.add_argument("--lr", type=float, help="learning rate (default: the preset's)")
+    t.add_argument("--batch-size", type=int, help="sentences per training step (default: the preset's)")
+    t.add_argument("--seed", type=int, help="random seed of the split, the weights and the batches (default: the "
+                   "preset's; the same seed gives the same run)")
+    t.add_argument("--val-fraction", type=float, help="share of the rows held out for validation, e.g. 0.2 "
+                   "(default: the preset's)")
     t.add_argument("--time-budget", type=float, metavar="SECONDS", help="stop training after this many seconds")
     t.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     t.add_argument("--threads", type=int, dest="num_threads", metavar="N",
@@ -87,8 +89,8 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     e = sub.add_parser("evaluate", help="accuracy, macro F1 and confusion of a run on a labelled CSV")
     e.add_argument("run", help="run directory (with --workspace: the run's name there)")
     e.add_argument("csv", help="labelled CSV")
-    e.add_argument("--text-col")
-    e.add_argument("--label-col")
+    e.add_argument("--text-col", help="text column (default: detected)")
+    e.add_argument("--label-col", help="label column (default: detected)")
     e.add_argument("--embeddings", metavar="FILE", help="word-vector file, if the run's has moved")
     _workspace_arguments(e)
 
@@ -100,8 +102,8 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     f = sub.add_parser("faithfulness", help="head knock-out and each method's faithfulness over a labelled set")
     f.add_argument("run", help="run directory (with --workspace: the run's name there)")
     f.add_argument("csv", nargs="?", help="labelled CSV (default: the run's own validation sentences)")
-    f.add_argument("--text-col")
-    f.add_argument("--label-col")
+    f.add_argument("--text-col", help="the CSV's text column (default: detected)")
+    f.add_argument("--label-col", help="the CSV's label column (default: detected)")
     _knock_out_mode_argument(f)
     f.add_argument("--quiet", action="store_true", help="no progress bar")
     _lab_arguments(f)
@@ -192,6 +194,7 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
 
     from attention_core.data import load_dataset
     from attention_core.embeddings import EmbeddingSource, load_embeddings
+    from attention_core.metrics import run_verdict, verdict_fields
     from attention_core.presets import preset
     from attention_core.runs import save_new_run, save_run
     from attention_core.training import Trainer
@@ -235,7 +238,10 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
         print(f"{err.message}: the run was saved to {out} instead", file=sys.stderr)
     if run.history.message:
         print(run.history.message, file=sys.stderr)
-    return {**run.history.summary(), "run": str(out)}
+    verdict = run_verdict(run.history, run.label_names)
+    if verdict is not None:
+        print(verdict.message, file=sys.stderr)
+    return {**run.history.summary(), **verdict_fields(verdict), "run": str(out)}
 
 
 def run_trainer(trainer: Trainer, on_epoch: Callable[[EpochRecord], None] | None = None,
@@ -263,8 +269,10 @@ def _predict(args: argparse.Namespace) -> dict:
                              map_name=run.model_config.map_names()[last]), file=sys.stderr)
     if not heads:
         return prediction.to_dict()
-    return {**prediction.to_dict(), "knocked_out": [head_name(*hd, run.model_config) for hd in heads],
-            "knock_out_mode": args.knock_out_mode}
+    names = [head_name(*hd, run.model_config) for hd in heads]
+    how = "output removed" if args.knock_out_mode == "zero" else "attending equally to every word"
+    print(f"heads knocked out ({args.knock_out_mode}: {how}): {', '.join(names)}", file=sys.stderr)
+    return {**prediction.to_dict(), "knocked_out": names, "knock_out_mode": args.knock_out_mode}
 
 
 def _lab_run(args: argparse.Namespace):
@@ -360,13 +368,24 @@ def prediction_summary(prediction: Prediction, knocked_out: Sequence[int] = (), 
 
 def _evaluate(args: argparse.Namespace) -> dict:
     from attention_core.data import load_dataset
+    from attention_core.metrics import learning_verdict, verdict_fields
     from attention_core.runs import load_run
     from attention_core.training import evaluate_model
 
     run = load_run(_run_dir(args), embedding_file=args.embeddings)
     dataset = load_dataset(args.csv, text_col=args.text_col, label_col=args.label_col)
     m = evaluate_model(run.model, run.encoder, dataset, run.label_names)
-    return {"accuracy": m.accuracy, "macro_f1": m.macro_f1, "n": m.n, "confusion": m.confusion, "labels": m.labels}
+    left_out = len(dataset) - m.n
+    if left_out:
+        unreadable = [text for text in dataset.texts if not run.encoder.encode(text).readable]
+        examples = "; ".join(repr(text[:60]) for text in unreadable[:3])
+        print(f"scored {m.n:,} of {len(dataset):,} rows: {left_out:,} left out, with no word the run knows "
+              f"(its vocabulary and word vectors), e.g. {examples}", file=sys.stderr)
+    verdict = learning_verdict(m.confusion, m.labels, row="row")
+    if verdict is not None:
+        print(verdict.message, file=sys.stderr)
+    return {"accuracy": m.accuracy, "macro_f1": m.macro_f1, "n": m.n, "left_out": left_out, "confusion": m.confusion,
+            "labels": m.labels, **verdict_fields(verdict)}
 
 
 def _glue_workspace(argv: list[str]) -> list[str]:

@@ -313,7 +313,9 @@ def detect_columns(df: pd.DataFrame, text_col: str | None = None, label_col: str
     """Choose the text and label columns: ``(text_col, label_col, text_reason, label_reason)``.
 
     Given names win; then well-known names (``review``, ``sentiment``, ...); then content: the label
-    column has the fewest different values for its rows, the text column the longest values.
+    column has the fewest different values for its rows, the text column the longest values. A label
+    column of numbers found so gives way to a column of words that names them one for one
+    (``label_name``: 0 = negative, 1 = positive).
 
     Example:
         >>> detect_columns(pd.DataFrame({"a": ["so good", "so bad", "meh ok"], "b": ["1", "0", "1"]}))
@@ -349,6 +351,8 @@ def detect_columns(df: pd.DataFrame, text_col: str | None = None, label_col: str
             raise DataError("no label column found: the other columns are empty", _LABEL_HINT)
         *_, label_col, k, n = min(stats)
         label_reason = f"fewest different values ({k:,} in {n:,} rows)"
+    if not label_reason.startswith("given") and (words := _words_for_numbers(df, label_col, columns, text_col)):
+        label_col, label_reason = words
     if text_col is None:
         stats = []
         for c in columns:
@@ -366,6 +370,33 @@ def detect_columns(df: pd.DataFrame, text_col: str | None = None, label_col: str
         _, words, _, text_col = max(stats)
         text_reason = f"longest text on average ({words:.1f} words)"
     return text_col, label_col, text_reason, label_reason
+
+
+def _words_for_numbers(df: pd.DataFrame, label_col: str, columns: list[str], text_col: str | None
+                       ) -> tuple[str, str] | None:
+    """A column of words beside a numeric label column that names its values one for one (``label_name``
+    beside ``label``, 0 = negative and 1 = positive): ``(column, reason)``, or None. A column of sentences
+    (three words or more on average) is not one."""
+    rows = df[label_col].fillna("").astype(str).str.strip()
+    if not len(_values(df, label_col)) or not rows[rows != ""].str.fullmatch(_NUMBER.pattern).all():
+        return None
+    for c in columns:
+        if c in (label_col, text_col):
+            continue
+        words = df[c].fillna("").astype(str).str.strip()
+        labelled = rows != ""
+        if (words[labelled] == "").any() or (words[~labelled] != "").any():
+            continue  # not a word on every labelled row alone
+        words = words[labelled]
+        if words.str.fullmatch(_NUMBER.pattern).any() or words.str.split().str.len().mean() >= 3:
+            continue  # numbers, or sentences
+        pairs = pd.DataFrame({"number": rows[labelled], "word": words}).drop_duplicates()
+        if len(pairs) < 2 or not pairs["number"].is_unique or not pairs["word"].is_unique:
+            continue  # not one word per number and one number per word
+        pairs = sorted(zip(pairs["number"], pairs["word"], strict=True), key=lambda pair: float(pair[0]))
+        named = ", ".join(f"{number} = {word}" for number, word in pairs[:3]) + (", …" if len(pairs) > 3 else "")
+        return c, f"names the numbers of {label_col!r} one for one ({named})"
+    return None
 
 
 def _normalise_labels(labels: list[str]) -> tuple[list[str], list[str]]:

@@ -123,16 +123,22 @@ class Encoded:
     casing: tuple[int, ...] = field(default=())  # per id, how the token was written (encoders with casing; else empty)
 
     @property
+    def readable(self) -> bool:
+        """Whether the model has a known word of it to read: a sentence without one cannot be predicted."""
+        return any(i != UNK for i in self.ids)
+
+    @property
     def notes(self) -> list[str]:
+        """What a page shows under the tokens, each as written here (a sentence, capitalised)."""
         out = []
         if self.unknown:
             how = "dropped" if "<unk>" not in self.tokens else "read as <unk>"
             out.append(f"{len(self.unknown)} unknown word(s) {how}: {', '.join(self.unknown)}")
         if self.truncated:
-            out.append(f"text truncated: the last {self.truncated} token(s) were cut off")
+            out.append(f"Text truncated: the last {self.truncated} token(s) were cut off")
         written = [as_written(t, k) for t, k in zip(self.tokens, self.casing, strict=False) if k]
         if written:
-            out.append(f"read with capitals (a learned vector for the way of writing added to the lower-case word's): "
+            out.append(f"Read with capitals (a learned vector for the way of writing added to the lower-case word's): "
                        f"{', '.join(written)}")
         return out
 

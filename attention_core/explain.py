@@ -197,31 +197,49 @@ def feature_saliency(model: AttentionClassifier, features: Tensor, mask: Tensor,
     e = model.cfg.embedding_dim
     features = features.detach()
     words, rest = features[..., :e], features[..., e:]  # rest: the seed's position index (or empty)
+    alphas = saliency_alphas(method, steps).to(words)  # (N,)
+    n = alphas.shape[0]
     was_training = model.training
     model.eval()
     try:
-        with torch.enable_grad():
-
-            def target_grad(w: Tensor) -> Tensor:
-                """The gradient of log p(target) w.r.t. each row of word vectors ``w`` (N, T, E)."""
-                w = w.detach().requires_grad_(True)
-                n = w.shape[0]
-                x = torch.cat([w, rest.expand(n, -1, -1)], dim=-1)
-                logits, _ = model.forward_features(x, mask.expand(n, -1), need_weights=False)
-                log_p = torch.log_softmax(logits, dim=-1)[:, target]  # (N,): not the raw logit (module docstring)
-                (grad,) = torch.autograd.grad(log_p.sum(), w)
-                return grad
-
-            if method == "integrated_gradients":
-                alphas = (torch.arange(steps, dtype=words.dtype, device=words.device) + 0.5) / steps
-                grads = target_grad(alphas[:, None, None] * words)  # (steps, T, E)
-                saliency = (words[0] * grads.mean(dim=0)).sum(-1)
-            else:
-                grad = target_grad(words)
-                saliency = (grad[0] * words[0]).sum(-1) if method == "grad_x_input" else grad[0].norm(dim=-1)
+        grads = log_prob_gradients(model, alphas[:, None, None] * words, rest.expand(n, -1, -1), mask.expand(n, -1),
+                                   torch.full((n,), target, device=words.device))  # (N, T, E)
     finally:
         model.train(was_training)
-    return saliency.masked_fill(~mask[0], 0.0).detach()  # (T,)
+    return saliency_from_gradients(words[0], grads, method).masked_fill(~mask[0], 0.0).detach()  # (T,)
+
+
+def saliency_alphas(method: str, steps: int) -> Tensor:
+    """Where the gradients of ``method`` are taken, as multiples of the word vectors: integrated gradients' ``steps``
+    midpoints from 0 to 1, else the words themselves (1). Shape (N,)."""
+    if method == "integrated_gradients":
+        return (torch.arange(steps, dtype=torch.float32) + 0.5) / steps
+    return torch.ones(1)
+
+
+def saliency_from_gradients(words: Tensor, grads: Tensor, method: str) -> Tensor:
+    """A token's saliency from the gradients taken at :func:`saliency_alphas`. Shape (T, E), (N, T, E) → (T,)."""
+    if method == "integrated_gradients":
+        return (words * grads.mean(dim=0)).sum(-1)
+    return (grads[0] * words).sum(-1) if method == "grad_x_input" else grads[0].norm(dim=-1)
+
+
+def log_prob_gradients(model: AttentionClassifier, words: Tensor, rest: Tensor, mask: Tensor, targets: Tensor) -> Tensor:
+    """The gradient of log p(``targets[n]``) with respect to the word vectors ``words[n]``, row by row.
+
+    The model must be in eval mode: then rows do not interact, and rows of many sentences (padded, with their
+    masks) can share one batch. ``rest``: the input features after the word vectors (the seed's position
+    index, or none). Log-probability, not the raw logit (module docstring).
+
+    Shape:
+        words (N, T, E), rest (N, T, input_dim − E), mask (N, T) bool, targets (N,) long → (N, T, E).
+    """
+    with torch.enable_grad():
+        w = words.detach().requires_grad_(True)
+        logits, _ = model.forward_features(torch.cat([w, rest], dim=-1), mask, need_weights=False)
+        log_p = torch.log_softmax(logits, dim=-1).gather(1, targets[:, None])  # (N, 1)
+        (grad,) = torch.autograd.grad(log_p.sum(), w)
+    return grad
 
 
 # --- filtering attention maps ------------------------------------------------------------------

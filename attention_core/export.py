@@ -15,44 +15,47 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 
 from attention_core.errors import InputError
+from attention_core.text import file_stem  # noqa: F401 — the CSV's file name, here with the CSV
 
 CSV_HEADER = ("layer", "head", "query_index", "query", "key_index", "key", "weight")
 
 
-def attention_csv(tokens: Sequence[str], attention: np.ndarray) -> str:
+POOLING_QUERY = "pooling query"  # the CSV's query of a pooling attention's row: the label's learned query, no token
+
+
+def attention_csv(tokens: Sequence[str], attention: np.ndarray, n_layers: int | None = None) -> str:
     """Every layer's and head's weights, one row per (layer, head, query, key): layers and heads count
     from 1, token positions from 0, weights to 6 significant digits.
 
-    Shape: attention (L, H, T, T), tokens (T,).
+    A model that pools by attention returns its pooling query's map after the ``n_layers`` layers' maps, as
+    T identical rows (``ModelConfig.map_names``): with ``n_layers`` given, that map is written once per
+    (head, key) as layer ``pooling``, its query ``pooling query`` at no position.
+
+    Shape: attention (L, H, T, T) or (L + 1, H, T, T) with a pooling attention's map, tokens (T,).
 
     Example:
         >>> attention_csv(["hi"], np.ones((1, 1, 1, 1))).splitlines()[1]
         '1,1,0,hi,0,hi,1'
+        >>> attention_csv(["hi", "yo"], np.full((2, 1, 2, 2), 0.5), n_layers=1).splitlines()[-2:]
+        ['pooling,1,,pooling query,0,hi,0.5', 'pooling,1,,pooling query,1,yo,0.5']
     """
+    weights = np.asarray(attention)
+    pooled = n_layers is not None and len(weights) == n_layers + 1  # the last map is the pooling query's
     rows = io.StringIO()
     writer = csv.writer(rows)
     writer.writerow(CSV_HEADER)
-    for (layer, head, query, key), weight in np.ndenumerate(np.asarray(attention)):
+    for (layer, head, query, key), weight in np.ndenumerate(weights[:n_layers] if pooled else weights):
         writer.writerow([layer + 1, head + 1, query, tokens[query], key, tokens[key], f"{weight:.6g}"])
+    if pooled:
+        for (head, key), weight in np.ndenumerate(weights[-1, :, 0]):  # (H, T): each head's one row
+            writer.writerow(["pooling", head + 1, "", POOLING_QUERY, key, tokens[key], f"{weight:.6g}"])
     return rows.getvalue()
-
-
-def file_stem(text: str, limit: int = 40) -> str:
-    """A file name from a sentence: its lower-case letters and digits, runs of anything else as one "-",
-    at most ``limit`` characters; "sentence" when nothing is left.
-
-    Example:
-        >>> file_stem("It's GREAT!")
-        'it-s-great'
-    """
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit] or "sentence"
 
 
 def _checked(tokens: Sequence[str], attention: np.ndarray | torch.Tensor | list) -> torch.Tensor:

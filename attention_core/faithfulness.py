@@ -19,7 +19,10 @@ Interventions on the attention go through ``model.forward_features(…, edit_att
 permutation test shuffles the last layer's weights.
 
 Integrated gradients, leave-one-out and Shapley sampling are written here, batched, rather than
-taken from Captum (why: README, "Dependencies and why").
+taken from Captum (why: README, "Dependencies and why"). A method that needs forward passes asks for
+them (it yields a :class:`Keep`, :class:`Shuffle` or :class:`Gradients` request and is sent the answer),
+so the whole-run report answers many sentences' requests in one padded batch
+(:func:`run_side_by_side`) where a lone sentence would run dozens of small ones.
 
 Legend: N rows of a batch, T tokens, L layers, H heads, C classes, F input features.
 """
@@ -27,20 +30,21 @@ Legend: N rows of a batch, T tokens, L layers, H heads, C classes, F input featu
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from attention_core.encoding import UNK, Batch, Encoded, TextEncoder
+from attention_core.encoding import Batch, Encoded, TextEncoder
 from attention_core.errors import ConfigError, DataError, EmbeddingError
-from attention_core.explain import attention_rollout, feature_saliency
+from attention_core.explain import attention_rollout, log_prob_gradients, saliency_alphas, saliency_from_gradients
 from attention_core.map_names import head_name, heads_hint
 from attention_core.metrics import kendall
 from attention_core.model import AttentionClassifier, AttentionEdit, ModelConfig
-from attention_core.sentence import evaluating, run_encoded
+from attention_core.sentence import evaluating
 
 WHAT_IT_MEANS = """\
 Attention weights say where the model looked, not why it decided. Jain & Wallace (2019) found
@@ -134,25 +138,9 @@ class SentenceContext:
     def n_tokens(self) -> int:
         return self.features.shape[1]
 
-    @property
-    def mask(self) -> Tensor:
-        return torch.ones(1, self.n_tokens, dtype=torch.bool, device=self.features.device)
-
-    def target_probability(self, keep: Tensor, chunk: int = 128) -> np.ndarray:
-        """p(target) with only the tokens where ``keep`` (N, T) is True, the rest masked. → (N,).
-
-        Each distinct row is run once: the curves of different orders share many (the full and the
-        empty sentence, and the first few tokens where methods agree).
-        """
-        rows, where = torch.unique(keep, dim=0, return_inverse=True)  # (U, T), (N,)
-        out = []
-        with evaluating(self.model):
-            for start in range(0, rows.shape[0], chunk):
-                part = rows[start : start + chunk].to(self.features.device)
-                x = self.features.expand(part.shape[0], -1, -1)
-                logits, _ = self.model.forward_features(x, part, need_weights=False)
-                out.append(torch.softmax(logits.double(), -1)[:, self.target])
-        return torch.cat(out).cpu()[where].numpy()
+    def target_probability(self, keep: Tensor) -> np.ndarray:
+        """p(target) with only the tokens where ``keep`` (N, T) is True, the rest masked. → (N,)."""
+        return run_side_by_side([self], [_ask(Keep(keep))])[0]
 
     @property
     def layers(self) -> Tensor:
@@ -181,18 +169,193 @@ class SentenceContext:
         return torch.full((t,), 1.0 / t, dtype=torch.float64)
 
 
+# --- forward passes, many sentences side by side ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Keep:
+    """A request: p(target) with only the tokens where ``rows`` (N, T) is True, the rest masked. Answer (N,)."""
+
+    rows: Tensor
+
+
+@dataclass(frozen=True)
+class Shuffle:
+    """A request: the class probabilities (N, C) of the whole sentence with the last map's (the last layer's,
+    or the pooling attention's) weights shuffled over the keys, row n by ``orders[n]`` (N, T)."""
+
+    orders: Tensor
+
+
+@dataclass(frozen=True)
+class Gradients:
+    """A request: the gradients of log p(target) with respect to the word vectors scaled by each of ``alphas``
+    (N,). Answer (N, T, E)."""
+
+    alphas: Tensor
+
+
+Request = Keep | Shuffle | Gradients
+ROWS_PER_PASS = 128  # rows of one forward pass: larger batches ran no faster per row (benchmarks/README.md)
+
+
+def _ask(request: Request) -> Generator[Request, Any, Any]:
+    """A generator that makes one request and returns its answer."""
+    return (yield request)
+
+
+def run_side_by_side(contexts: Sequence[SentenceContext], steps: Sequence[Generator[Request, Any, Any]]) -> list:
+    """Run each sentence's generator of requests to its end, answering the requests of every sentence of a
+    round together (padded batches of :data:`ROWS_PER_PASS` rows), and give back what each returned.
+
+    The rows of a batch do not interact (the model in eval mode; padding masked), so each sentence gets
+    the numbers it would get alone, to float rounding (``tests/core/test_faithfulness.py``).
+    """
+    results: list = [None] * len(steps)
+    pending: dict[int, Request] = {}
+
+    def advance(i: int, answer: Any) -> None:
+        try:
+            pending[i] = steps[i].send(answer)
+        except StopIteration as done:
+            results[i] = done.value
+
+    for i in range(len(steps)):
+        advance(i, None)
+    while pending:
+        asked, pending = pending, {}
+        answers: dict[int, Any] = {}
+        for kind, answer in ((Keep, _keep_passes), (Shuffle, _shuffle_passes), (Gradients, _gradient_passes)):
+            mine = {i: r for i, r in asked.items() if isinstance(r, kind)}
+            if mine:
+                answers.update(answer([contexts[i] for i in mine], list(mine.values()), list(mine)))
+        for i in asked:
+            advance(i, answers[i])
+    return results
+
+
+def _padded(contexts: Sequence[SentenceContext], t: int) -> tuple[Tensor, Tensor]:
+    """The sentences' features padded to ``t`` tokens (S, t, F), and which tokens are real (S, t)."""
+    first = contexts[0].features
+    features = first.new_zeros(len(contexts), t, first.shape[-1])
+    real = torch.zeros(len(contexts), t, dtype=torch.bool, device=first.device)
+    for s, ctx in enumerate(contexts):
+        features[s, : ctx.n_tokens] = ctx.features[0]
+        real[s, : ctx.n_tokens] = True
+    return features, real
+
+
+def _pad_to(rows: Tensor, t: int, value: int | bool) -> Tensor:
+    """Rows (N, T) padded on the right with ``value`` to (N, t)."""
+    return torch.cat([rows, rows.new_full((rows.shape[0], t - rows.shape[1]), value)], dim=1)
+
+
+def _rows_of(counts: Sequence[int]) -> Tensor:
+    """Which sentence each row belongs to, for ``counts[s]`` rows of sentence s. → (sum of counts,)."""
+    return torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts))
+
+
+def _passes(contexts: Sequence[SentenceContext], sentence: Tensor) -> Iterator[tuple[slice, int]]:
+    """The rows (of sentences ``sentence``, (N,)) in passes of :data:`ROWS_PER_PASS`, each with the length of its
+    longest sentence: a pass is padded no further (the sentences come sorted by length, so little)."""
+    lengths = torch.tensor([ctx.n_tokens for ctx in contexts])[sentence.cpu()]
+    for start in range(0, len(sentence), ROWS_PER_PASS):
+        part = slice(start, start + ROWS_PER_PASS)
+        yield part, int(lengths[part].max())
+
+
+def _split(values: Tensor, counts: Sequence[int], keys: Sequence[int]) -> dict[int, Tensor]:
+    return dict(zip(keys, torch.split(values, list(counts)), strict=True))
+
+
+def _keep_passes(contexts: Sequence[SentenceContext], requests: Sequence[Keep], keys: Sequence[int]) -> dict[int, np.ndarray]:
+    """Answer :class:`Keep` requests. Each distinct row of a sentence runs once: the curves of different
+    orders share many (the full and the empty sentence, and the first tokens where methods agree)."""
+    model = contexts[0].model
+    unique = [torch.unique(r.rows, dim=0, return_inverse=True) for r in requests]  # (U, T), (N,) each
+    t = max(ctx.n_tokens for ctx in contexts)
+    features, _ = _padded(contexts, t)
+    device = features.device
+    masks = torch.cat([_pad_to(rows, t, False) for rows, _ in unique]).to(device)  # (ΣU, t)
+    sentence = _rows_of([len(rows) for rows, _ in unique]).to(device)
+    targets = torch.tensor([ctx.target for ctx in contexts], device=device)[sentence]
+    p = []
+    with evaluating(model):
+        for part, tokens in _passes(contexts, sentence):
+            logits, _ = model.forward_features(features[sentence[part], :tokens], masks[part, :tokens], need_weights=False)
+            p.append(torch.softmax(logits.double(), -1).gather(1, targets[part, None])[:, 0])
+    per_sentence = _split(torch.cat(p).cpu(), [len(rows) for rows, _ in unique], keys)
+    return {k: per_sentence[k][where].numpy() for k, (_, where) in zip(keys, unique, strict=True)}
+
+
+def _shuffle_passes(contexts: Sequence[SentenceContext], requests: Sequence[Shuffle], keys: Sequence[int]) -> dict[int, Tensor]:
+    """Answer :class:`Shuffle` requests; a padded position stays where it is (its weight is 0)."""
+    model = contexts[0].model
+    t = max(ctx.n_tokens for ctx in contexts)
+    features, real = _padded(contexts, t)
+    device = features.device
+    orders = torch.cat([torch.cat([r.orders, torch.arange(r.orders.shape[1], t).expand(len(r.orders), -1)], dim=1)
+                        for r in requests]).to(device)  # (ΣN, t)
+    sentence = _rows_of([len(r.orders) for r in requests]).to(device)
+    last = model.cfg.n_attention_maps - 1
+    probabilities = []
+    with evaluating(model):
+        for part, tokens in _passes(contexts, sentence):
+            logits, _ = model.forward_features(features[sentence[part], :tokens], real[sentence[part], :tokens],
+                                               need_weights=False,
+                                               edit_attention=_permute_last_layer(orders[part, :tokens], last))
+            probabilities.append(torch.softmax(logits.double(), -1))
+    return _split(torch.cat(probabilities), [len(r.orders) for r in requests], keys)
+
+
+def _gradient_passes(contexts: Sequence[SentenceContext], requests: Sequence[Gradients],
+                     keys: Sequence[int]) -> dict[int, Tensor]:
+    """Answer :class:`Gradients` requests (:func:`~attention_core.explain.log_prob_gradients`)."""
+    model = contexts[0].model
+    e = model.cfg.embedding_dim
+    t = max(ctx.n_tokens for ctx in contexts)
+    features, real = _padded(contexts, t)
+    sentence = _rows_of([len(r.alphas) for r in requests]).to(features.device)
+    alphas = torch.cat([r.alphas for r in requests]).to(features)  # (ΣN,)
+    targets = torch.tensor([ctx.target for ctx in contexts], device=features.device)[sentence]
+    grads = []
+    with evaluating(model):
+        for part, tokens in _passes(contexts, sentence):
+            x = features[sentence[part], :tokens]
+            grad = log_prob_gradients(model, alphas[part, None, None] * x[..., :e], x[..., e:],
+                                      real[sentence[part], :tokens], targets[part])
+            grads.append(torch.nn.functional.pad(grad, (0, 0, 0, t - tokens)))  # (rows, t, E)
+    per_sentence = _split(torch.cat(grads), [len(r.alphas) for r in requests], keys)
+    return {k: per_sentence[k][:, : ctx.n_tokens] for k, ctx in zip(keys, contexts, strict=True)}
+
+
 # --- the methods ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Method:
-    """A way to score each token's importance for the prediction."""
+    """A way to score each token's importance for the prediction.
+
+    ``scorer(ctx)`` returns the scores (T,), larger = more important for the target class; one that needs
+    forward passes is a generator: it yields its requests (:data:`Request`), is sent each answer and
+    returns the scores."""
 
     name: str
     title: str
     measures: str  # one line for learners: what this number is
-    score: Callable[[SentenceContext], np.ndarray]  # → (T,), larger = more important for the target class
+    scorer: Callable[[SentenceContext], np.ndarray | Generator[Request, Any, np.ndarray]]
     available: Callable[[AttentionClassifier], bool] = field(default=lambda model: True)
+
+    def steps(self, ctx: SentenceContext) -> Generator[Request, Any, np.ndarray]:
+        """The scores as a generator of requests, whether the scorer is one or not."""
+        result = self.scorer(ctx)
+        if isinstance(result, Generator):
+            result = yield from result
+        return np.asarray(result, dtype=float)
+
+    def score(self, ctx: SentenceContext) -> np.ndarray:
+        """The scores of this one sentence, its requests answered alone. → (T,)."""
+        return run_side_by_side([ctx], [self.steps(ctx)])[0]
 
 
 def _last_layer_attention(ctx: SentenceContext) -> np.ndarray:
@@ -215,28 +378,30 @@ def _flow(ctx: SentenceContext) -> np.ndarray:
     return attention_flow(ctx.layers, ctx.readout(), residual=ctx.model.cfg.residual)
 
 
-def _gradient(method: str) -> Callable[[SentenceContext], np.ndarray]:
-    def score(ctx: SentenceContext) -> np.ndarray:
+def _gradient(method: str) -> Callable[[SentenceContext], Generator[Request, Any, np.ndarray]]:
+    def score(ctx: SentenceContext) -> Generator[Request, Any, np.ndarray]:
         steps = ctx.ig_steps if method == "integrated_gradients" else 1
-        return feature_saliency(ctx.model, ctx.features, ctx.mask, ctx.target, method, steps).double().cpu().numpy()
+        grads = yield Gradients(saliency_alphas(method, steps))  # (N, T, E)
+        words = ctx.features[0, :, : ctx.model.cfg.embedding_dim]  # (T, E)
+        return saliency_from_gradients(words, grads, method).double().cpu().numpy()
 
     return score
 
 
-def _leave_one_out(ctx: SentenceContext) -> np.ndarray:
+def _leave_one_out(ctx: SentenceContext) -> Generator[Request, Any, np.ndarray]:
     t = ctx.n_tokens
     keep = ~torch.eye(t, dtype=torch.bool)  # row i: every token but i
     full = float(ctx.probabilities[ctx.target])
-    return full - ctx.target_probability(keep)
+    return full - (yield Keep(keep))
 
 
-def _shapley(ctx: SentenceContext) -> np.ndarray:
+def _shapley(ctx: SentenceContext) -> Generator[Request, Any, np.ndarray]:
     """Permutation sampling (Castro et al., 2009): each token's mean marginal gain over random orders."""
     t, n = ctx.n_tokens, ctx.shapley_permutations
     orders = np.stack([ctx.rng.permutation(t) for _ in range(n)])  # (n, T)
     rank = np.argsort(orders, axis=1)  # rank[p, i]: where token i comes in order p
     keep = torch.from_numpy(rank[:, None, :] < np.arange(t + 1)[None, :, None])  # (n, T+1, T): first k kept
-    values = ctx.target_probability(keep.reshape(-1, t)).reshape(n, t + 1)
+    values = (yield Keep(keep.reshape(-1, t))).reshape(n, t + 1)
     gains = np.diff(values, axis=1)  # (n, T): gain of the k-th token of each order
     out = np.zeros(t)
     np.add.at(out, orders.ravel(), gains.ravel())
@@ -366,22 +531,40 @@ class SentenceLab:
         return asdict(self)
 
 
-def _context(model: AttentionClassifier, encoded: Encoded, batch: Batch, rng: np.random.Generator, *,
-             ig_steps: int, shapley_permutations: int) -> SentenceContext:
-    out = run_encoded(model, encoded, batch, features=True)
-    assert out.features is not None
-    return SentenceContext(model, encoded, out.features[None], out.attention, out.probabilities,
-                           int(out.probabilities.argmax()), rng, ig_steps, shapley_permutations)
+def _contexts(model: AttentionClassifier, encoded: Sequence[Encoded], batch: Batch, rngs: Sequence[np.random.Generator],
+              *, ig_steps: int, shapley_permutations: int) -> list[SentenceContext]:
+    """The sentences of ``batch`` (collated from ``encoded``) through the model at once, a context each."""
+    device = model.head.weight.device
+    extra = batch.extra.to(device) if batch.extra is not None else None
+    casing = batch.casing.to(device) if batch.casing is not None else None
+    with evaluating(model):
+        features = model.embed(batch.ids.to(device), extra, casing)  # (S, T, F)
+        logits, attention = model.forward_features(features, batch.mask.to(device))  # (S, C), (maps, S, H, T, T)
+    probabilities = torch.softmax(logits, -1)
+    out = []
+    for s, (enc, rng) in enumerate(zip(encoded, rngs, strict=True)):
+        t = len(enc.ids)
+        out.append(SentenceContext(model, enc, features[s : s + 1, :t], attention[:, s, :, :t, :t], probabilities[s],
+                                   int(probabilities[s].argmax()), rng, ig_steps, shapley_permutations))
+    return out
 
 
-def _evaluate(ctx: SentenceContext, methods: Sequence[Method], n_random: int, n_permutations: int) -> dict:
-    """Scores, curves, ERASER numbers and the permutation test for one sentence context."""
+def _evaluation(ctx: SentenceContext, methods: Sequence[Method], n_random: int, n_permutations: int, *,
+                whole_curves: bool = True) -> Generator[Request, Any, dict]:
+    """Scores, curves, ERASER numbers and the permutation test for one sentence context, as a generator of
+    requests (:func:`run_side_by_side` runs it). Without ``whole_curves`` the curves are computed at ERASER's
+    bins alone (NaN elsewhere): all that comprehensiveness and sufficiency read, a fifth of the passes."""
     t = ctx.n_tokens
-    scores = {m.name: np.asarray(m.score(ctx), dtype=float) for m in methods}
+    scores = {}
+    for m in methods:
+        scores[m.name] = yield from m.steps(ctx)
     orders = {name: _descending(s) for name, s in scores.items()}
     random_orders = [ctx.rng.permutation(t) for _ in range(n_random)]
-    masks = [mask for order in [*orders.values(), *random_orders] for mask in _order_masks(order, t)]
-    p = ctx.target_probability(torch.cat(masks)).reshape(len(masks) // 2, 2, t + 1)  # (orders, del/ins, T+1)
+    ks = np.arange(t + 1) if whole_curves else np.array(sorted(set(eraser_ks(t))))  # the points of each curve
+    masks = [mask[ks] for order in [*orders.values(), *random_orders] for mask in _order_masks(order, t)]
+    at_ks = (yield Keep(torch.cat(masks))).reshape(len(masks) // 2, 2, len(ks))  # (orders, del/ins, points)
+    p = np.full((*at_ks.shape[:2], t + 1), np.nan)
+    p[..., ks] = at_ks  # (orders, del/ins, T+1)
     full = float(ctx.probabilities[ctx.target])
     deletion = {name: p[i, 0] for i, name in enumerate(orders)}
     insertion = {name: p[i, 1] for i, name in enumerate(orders)}
@@ -391,23 +574,20 @@ def _evaluate(ctx: SentenceContext, methods: Sequence[Method], n_random: int, n_
     sufficiency = {name: _sufficiency(full, curve, t) for name, curve in insertion.items()}
     names = list(scores)
     tau = [[kendall(scores[a], scores[b]) for b in names] for a in names]
+    tvd = yield from _permutation_tvd(ctx, n_permutations)
     return dict(scores=scores, deletion=deletion, insertion=insertion, comprehensiveness=comprehensiveness,
-                sufficiency=sufficiency, kendall=tau, permutation_tvd=_permutation_tvd(ctx, n_permutations))
+                sufficiency=sufficiency, kendall=tau, permutation_tvd=tvd)
 
 
-def _permutation_tvd(ctx: SentenceContext, n: int) -> list[float]:
+def _permutation_tvd(ctx: SentenceContext, n: int) -> Generator[Request, Any, list[float]]:
     """Jain & Wallace's test: total variation distance between the output distributions with the
     last layer's (or the pooling attention's) weights and with them shuffled over the keys, for
     ``n`` shuffles."""
     t = ctx.n_tokens
     if n == 0 or t < 2:
         return []
-    order = torch.from_numpy(np.stack([ctx.rng.permutation(t) for _ in range(n)])).to(ctx.features.device)  # (n, T)
-    edit = _permute_last_layer(order, ctx.model.cfg.n_attention_maps - 1)
-    with evaluating(ctx.model):
-        logits, _ = ctx.model.forward_features(ctx.features.expand(n, -1, -1), ctx.mask.expand(n, -1),
-                                               need_weights=False, edit_attention=edit)
-    shuffled = torch.softmax(logits.double(), -1)  # (n, C)
+    orders = torch.from_numpy(np.stack([ctx.rng.permutation(t) for _ in range(n)]))  # (n, T)
+    shuffled = yield Shuffle(orders)  # (n, C)
     return (0.5 * (shuffled - ctx.probabilities.double()).abs().sum(-1)).cpu().tolist()
 
 
@@ -450,9 +630,9 @@ def sentence_lab(
     """
     chosen = available_methods(model, methods)
     encoded, batch = encoder.encode_for_model(text)
-    ctx = _context(model, encoded, batch, np.random.default_rng(seed), ig_steps=ig_steps,
-                   shapley_permutations=shapley_permutations)
-    got = _evaluate(ctx, chosen, n_random, n_permutations)
+    (ctx,) = _contexts(model, [encoded], batch, [np.random.default_rng(seed)], ig_steps=ig_steps,
+                       shapley_permutations=shapley_permutations)
+    (got,) = run_side_by_side([ctx], [_evaluation(ctx, chosen, n_random, n_permutations)])
     names = [m.name for m in chosen]
     probs = ctx.probabilities.tolist()
     return SentenceLab(
@@ -552,12 +732,14 @@ def run_report(
     n_random: int = 5,
     n_permutations: int = 20,
     on_progress: Callable[[Progress], None] | None = None,
+    sentences_per_pass: int = 32,
 ) -> RunReport:
     """Head knock-out, method faithfulness and the permutation test over labelled sentences.
 
     ``labels`` are the run's class ids or label names. Sentences with no known word are left
     out and counted in ``skipped``. Deterministic for a ``seed``; ``on_progress`` is called
-    after each knock-out pass and each sentence.
+    after each knock-out pass and each sentence. ``sentences_per_pass`` sentences of similar length
+    are scored side by side (:func:`run_side_by_side`); 1 scores them one by one, to the same numbers.
 
     Example:
         >>> texts, labels = run.validation
@@ -565,14 +747,14 @@ def run_report(
         >>> report.comprehensiveness["leave_one_out"] > report.comprehensiveness["random"]
         True
     """
-    from attention_core.training import predict_probabilities  # here: training.py imports gensim and pandas
+    from attention_core.training import batches_probabilities, length_batches  # here: training.py imports gensim
 
     cfg = model.cfg
     knock_out([], cfg, knock_out_mode)  # checks the mode
     chosen = available_methods(model, methods)
     y_all = np.asarray(_labelled(label_names, texts, labels))
     encoded = [encoder.encode(text) for text in texts]
-    readable = [i for i, enc in enumerate(encoded) if any(t != UNK for t in enc.ids)]
+    readable = [i for i, enc in enumerate(encoded) if enc.readable]
     if not readable:
         raise EmbeddingError("no sentence has a word the run knows", "check the text column and the run's word vectors")
     kept_texts = [texts[i] for i in readable]
@@ -588,10 +770,11 @@ def run_report(
             on_progress(Progress(stage, done, total))
 
     def scored(edit: AttentionEdit | None) -> tuple[float, float]:
-        result = _accuracy_loss(predict_probabilities(model, encoder, kept_texts, edit_attention=edit), y)
+        result = _accuracy_loss(batches_probabilities(model, batches, len(kept_texts), edit_attention=edit), y)
         tick("heads", total_passes)
         return result
 
+    batches = length_batches(encoder, kept_texts)  # encoded once for every knock-out pass
     accuracy, loss = scored(None)
     single = {hd: scored(knock_out([hd], cfg, knock_out_mode)) for hd in heads}
     pruning = sorted(heads, key=lambda hd: (single[hd][1], hd))
@@ -603,11 +786,20 @@ def run_report(
     tau_sum, tau_count = np.zeros((len(names), len(names))), np.zeros((len(names), len(names)))
     tvd: list[float] = []
     done = 0
+    evaluated: dict[int, dict] = {}
+    by_length = sorted(readable, key=lambda i: len(encoded[i].ids))  # little padding in a group
+    for start in range(0, len(by_length), sentences_per_pass):
+        group = by_length[start : start + sentences_per_pass]
+        contexts = _contexts(model, [encoded[i] for i in group], encoder.collate([encoded[i] for i in group]),
+                             [np.random.default_rng([seed, i]) for i in group], ig_steps=ig_steps,
+                             shapley_permutations=shapley_permutations)
+        got = run_side_by_side(contexts, [_evaluation(ctx, chosen, n_random, n_permutations, whole_curves=False)
+                                          for ctx in contexts])
+        for i, result in zip(group, got, strict=True):
+            evaluated[i] = result
+            tick("sentences", len(readable))
     for i in readable:
-        batch = encoder.collate([encoded[i]])
-        ctx = _context(model, encoded[i], batch, np.random.default_rng([seed, i]), ig_steps=ig_steps,
-                       shapley_permutations=shapley_permutations)
-        got = _evaluate(ctx, chosen, n_random, n_permutations)
+        got = evaluated.pop(i)
         for name in comprehensiveness:
             comprehensiveness[name].append(got["comprehensiveness"][name])
             sufficiency[name].append(got["sufficiency"][name])
@@ -616,7 +808,6 @@ def run_report(
         tau_count += ~np.isnan(tau)
         if got["permutation_tvd"]:
             tvd.append(float(np.median(got["permutation_tvd"])))
-        tick("sentences", len(readable))
 
     mean_tau = np.divide(tau_sum, tau_count, out=np.full_like(tau_sum, np.nan), where=tau_count > 0)
     top = max(0.05, math.ceil(max(tvd, default=0.0) * 20) / 20)  # the histogram's range: up to the largest, in 0.05s

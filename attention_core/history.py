@@ -24,6 +24,7 @@ class EpochRecord:
     seconds: float  # training seconds so far (pauses excluded)
     examples_per_second: float  # this epoch's throughput
     val_macro_f1: float | None = None  # macro-F1 on the validation rows (None without them, and in older runs)
+    val_confusion: list[list[int]] | None = None  # (C, C) validation rows by true (row) and predicted label; as macro-F1
 
 
 @dataclass
@@ -86,9 +87,14 @@ class History:
     def examples_per_second(self) -> float:
         return self.examples_seen / self.seconds if self.seconds > 0 else 0.0
 
+    @property
+    def kept_record(self) -> EpochRecord | None:
+        """The record of the epoch whose weights the run keeps; None before the first epoch."""
+        return next((e for e in self.epochs if e.epoch == self.kept_epoch), None)
+
     def summary(self) -> dict:
         """The figures ``train`` prints, of the epoch whose weights the run keeps."""
-        rec = next((e for e in self.epochs if e.epoch == self.kept_epoch), None)
+        rec = self.kept_record
         return {
             "status": self.status,
             "train_loss": rec.train_loss if rec else None,

@@ -4,7 +4,7 @@ A model's forward pass returns one attention map per layer, then, for a model th
 attention, the pooling query's (map index ``n_layers``). They are named:
 
 * a map: ``"Layer 1"`` … ``"Layer L"``, then ``"Pooling"`` (:func:`map_names`); in a grid's small
-  titles ``"L1"`` … and ``"Pooling"`` (:func:`short_map_name`);
+  titles ``"L1"`` … and ``"Pooling"`` (:func:`short_map_name`), a head's ``"L1 · H2"`` (:func:`grid_title`);
 * a head, as the CLI and links take it: ``"1.2"`` (map.head, 1-based), a pooling head
   ``"pooling.1"`` (:func:`head_name`), read back by :func:`parse_heads` (which also reads the
   pooling map's number, ``3.1`` after 2 layers, as old links wrote it);
@@ -42,6 +42,16 @@ def map_words(cfg: ModelConfig) -> list[str]:
 def short_map_name(index: int, n_layers: int) -> str:
     """Map ``index`` in a grid's small titles: "L1" … for a layer, "Pooling" for the map after the layers."""
     return POOLING if index == n_layers else f"L{index + 1}"
+
+
+def grid_title(index: int, head: int, n_layers: int, n_heads: int) -> str:
+    """A grid's small title for head ``head`` of map ``index`` (head ``n_heads``: their average).
+
+    Example:
+        >>> [grid_title(0, 1, 2, 4), grid_title(2, 4, 2, 4)]
+        ['L1 · H2', 'Pooling · avg']
+    """
+    return f"{short_map_name(index, n_layers)} · {'avg' if head == n_heads else f'H{head + 1}'}"
 
 
 def map_specs(cfg: ModelConfig) -> list[str]:

@@ -4,7 +4,9 @@ Every answer is computed from the run when the question is made, never stored te
 head's query attends to most (the argmax of an attention row), which head's knock-out moves the
 prediction most (:func:`attention_core.faithfulness.knock_out`), whether removing a word flips the
 label (the sentence predicted again without it), which layer's attention is most spread out (mean
-row entropy), how probable a label is, and which of two runs learned faster (their histories).
+row entropy), how probable a label is, and which of two runs learned faster (their histories: only
+between runs with the same labels, whose training losses measure the same thing, and never naming a
+run that learned nothing beyond its majority class the winner).
 
 A question is asked only when its answer is clear: the right option beats every other by a margin
 (:data:`MARGINS`), so a rounding difference never decides it. Each question names the view that
@@ -17,6 +19,7 @@ Legend: T tokens, L layers, H heads, C classes.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,9 +28,11 @@ from urllib.parse import urlencode
 import numpy as np
 import torch
 
-from attention_core.errors import ConfigError, EmbeddingError
+from attention_core.errors import ConfigError, EmbeddingError, RunError
 from attention_core.faithfulness import knock_out
 from attention_core.map_names import head_name, map_specs, map_words
+from attention_core.metrics import run_verdict
+from attention_core.run_folders import read_history, read_label_names
 from attention_core.runs import Run
 from attention_core.sentence import SentenceOutput
 from attention_core.text import TOKENIZERS
@@ -298,6 +303,32 @@ def _probability(s: _Sentence, rng: np.random.Generator) -> list[Question]:
     return _order(rng, out)
 
 
+@dataclass(frozen=True)
+class ComparedRun:
+    """What "which run learned faster" knows of one of the workspace's runs."""
+
+    history: History
+    label_names: tuple[str, ...]
+
+    @property
+    def learned_nothing(self) -> bool:
+        """Whether its kept model did no better than always answering the majority class (False when unknown)."""
+        verdict = run_verdict(self.history, self.label_names)
+        return verdict is not None and not verdict.learned
+
+
+def compared_runs(paths: Iterable[str | os.PathLike]) -> dict[str, ComparedRun]:
+    """The runs at ``paths`` (folder name → :class:`ComparedRun`), read without their weights; a run whose
+    history or labels cannot be read is left out."""
+    out = {}
+    for path in paths:
+        try:
+            out[os.path.basename(path)] = ComparedRun(read_history(path), read_label_names(path))
+        except RunError:
+            continue
+    return out
+
+
 def early_loss(history: History) -> tuple[int, float] | None:
     """(epoch, training loss) after epoch :data:`EARLY_EPOCH`, or after a shorter run's last; None without epochs."""
     if not history.epochs:
@@ -306,19 +337,28 @@ def early_loss(history: History) -> tuple[int, float] | None:
     return record.epoch, record.train_loss
 
 
-def _learned_faster(histories: Mapping[str, History], rng: np.random.Generator) -> list[Question]:
-    """"Which of these two runs learned faster?": the lower training loss after the same early epoch."""
-    usable = {name: h for name, h in histories.items() if early_loss(h) is not None}
+def _learned_faster(runs: Mapping[str, ComparedRun], rng: np.random.Generator) -> list[Question]:
+    """"Which of these two runs learned faster?": the lower training loss after the same early epoch.
+
+    Asked of two runs with the same labels only: a cross-entropy loss starts near ln C (0.69 for 2
+    classes, 1.39 for 4), so runs with different labels are not on one scale. And not when the run
+    with the lower loss learned nothing beyond its majority class (it would be named the winner).
+    """
+    usable = {name: r for name, r in runs.items() if early_loss(r.history) is not None}
     names = sorted(usable)
     out = []
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            epoch = min(early_loss(usable[a])[0], early_loss(usable[b])[0])
-            loss = {n: usable[n].epochs[epoch - 1].train_loss for n in (a, b)}
+            if set(usable[a].label_names) != set(usable[b].label_names):
+                continue
+            epoch = min(early_loss(usable[a].history)[0], early_loss(usable[b].history)[0])
+            loss = {n: usable[n].history.epochs[epoch - 1].train_loss for n in (a, b)}
             if not all(math.isfinite(v) for v in loss.values()):
                 continue
             faster, slower = sorted((a, b), key=lambda n: loss[n])
             if loss[slower] - loss[faster] < MARGINS["learned_faster"] * max(abs(loss[slower]), 1e-12):
+                continue
+            if usable[faster].learned_nothing:
                 continue
             out.append(Question(
                 key=f"learned_faster|{a}|{b}",
@@ -348,13 +388,13 @@ _SENTENCE_KINDS: dict[str, Callable[[_Sentence, np.random.Generator], list[Quest
 
 
 def questions(
-    run: Run, text: str, rng: np.random.Generator, *, runs: Mapping[str, History] | None = None,
+    run: Run, text: str, rng: np.random.Generator, *, runs: Mapping[str, ComparedRun] | None = None,
     kinds: Iterable[str] = KINDS,
 ) -> list[Question]:
     """Every question this run and sentence allow, kinds taking turns, in an order set by ``rng``.
 
-    ``runs`` (name → history, the workspace's runs) allows "which of two runs learned faster"
-    when it has two or more. The same ``rng`` state gives the same questions in the same order.
+    ``runs`` (the workspace's runs, :func:`compared_runs`) allows "which of two runs learned faster"
+    when it has two or more with the same labels. The same ``rng`` state gives the same questions in the same order.
     Raises ``EmbeddingError`` if ``text`` is empty or no word of it is known.
 
     Example:

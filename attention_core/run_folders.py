@@ -41,6 +41,7 @@ from pathlib import Path
 
 from attention_core.errors import InputError, RunError
 from attention_core.history import History
+from attention_core.metrics import LearningVerdict, run_verdict
 
 FORMAT = "attention-playground-run"
 VERSION = 1
@@ -52,6 +53,7 @@ MAX_ZIP_BYTES = 200 * 1024 * 1024
 MAX_UNPACKED_BYTES = 4 * MAX_ZIP_BYTES  # a run's files, unpacked: more is a zip bomb, not a run
 MAX_NAME_LENGTH = 80
 OUT_HINT = "choose a new folder, or --overwrite to replace an earlier run"
+BUNDLED_RUN = Path(__file__).resolve().parents[1] / "data" / "default_run"  # in a clone (or an editable install of it)
 
 
 def write_run_folder(path: str | os.PathLike, write: Callable[[Path], None], *, overwrite: bool = False) -> Path:
@@ -454,6 +456,9 @@ class RunSummary:
     kept_val_accuracy: float | None  # that epoch's validation accuracy; None without validation rows
     n_layers: int
     n_heads: int
+    label_names: tuple[str, ...]
+    verdict: LearningVerdict | None  # the kept model against the majority class; None without validation rows, or
+    # in runs saved before the validation confusion was recorded
 
 
 def read_history(path: str | os.PathLike) -> History:
@@ -468,19 +473,33 @@ def read_history(path: str | os.PathLike) -> History:
         raise RunError(f"{path} has a malformed history ({type(err).__name__}: {err})", "re-train the run") from err
 
 
+def read_label_names(path: str | os.PathLike) -> tuple[str, ...]:
+    """The label names of the run at ``path`` (its ``config.json``); ``RunError`` if they cannot be read."""
+    path = Path(path)
+    return _label_names(read_json(path / "config.json"), path)
+
+
+def _label_names(cfg: dict, path: Path) -> tuple[str, ...]:
+    labels = cfg.get("labels")
+    if not isinstance(labels, list):
+        raise RunError(f"{path} has no list of labels in its config.json", "re-train the run")
+    return tuple(str(x) for x in labels)
+
+
 def read_run_summary(path: str | os.PathLike) -> RunSummary:
     """The :class:`RunSummary` of the run at ``path``; ``RunError`` if its files cannot be read."""
     path = Path(path)
     cfg = read_json(path / "config.json")
     history = read_history(path)
+    labels = _label_names(cfg, path)
     try:
-        kept = history.kept_epoch
-        record = next((e for e in history.epochs if e.epoch == kept), None)
+        record = history.kept_record
         return RunSummary(
             name=path.name, created=str(cfg.get("created", ""))[:16].replace("T", " "), status=history.status,
             epochs_trained=len(history.epochs), epochs_planned=int(cfg["train"].get("epochs", len(history.epochs))),
-            kept_epoch=kept, kept_val_accuracy=record.val_accuracy if record is not None else None,
+            kept_epoch=history.kept_epoch, kept_val_accuracy=record.val_accuracy if record is not None else None,
             n_layers=int(cfg["model"]["n_layers"]), n_heads=int(cfg["model"]["n_heads"]),
+            label_names=labels, verdict=run_verdict(history, labels),
         )
     except (KeyError, TypeError, ValueError) as err:
         raise RunError(f"{path} has a malformed config or history ({type(err).__name__}: {err})", "re-train the run") from err
@@ -626,3 +645,13 @@ def interrupted_run(runs_dir: str | os.PathLike, entry: JournalEntry) -> Path | 
         if created.timestamp() >= int(entry.started):  # ("created" has whole seconds)
             found.append((created, path))
     return max(found)[1] if found else None
+
+
+def missing_run_hint(path: Path) -> str:
+    """What to do about a run folder that is not there: where the bundled run really is (a relative
+    ``data/default_run`` read from another folder misses it), and how to train one."""
+    train = ("train one with `attention-playground train CSV --out DIR` (or `python -m attention_core train …` "
+             "in the project's folder)")
+    if BUNDLED_RUN.is_dir() and path.resolve() != BUNDLED_RUN:
+        return f"the bundled run is {BUNDLED_RUN}; or {train}"
+    return train

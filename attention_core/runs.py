@@ -29,7 +29,16 @@ from attention_core.embeddings import EmbeddingSource, load_embeddings
 from attention_core.encoding import TextEncoder
 from attention_core.errors import ConfigError, InputError, RunError
 from attention_core.model import AttentionClassifier, AttentionEdit, ModelConfig
-from attention_core.run_folders import FORMAT, RUN_FILES, SNAPSHOT_FILE, VERSION, claim_free_folder, read_json, write_run_folder
+from attention_core.run_folders import (
+    FORMAT,
+    RUN_FILES,
+    SNAPSHOT_FILE,
+    VERSION,
+    claim_free_folder,
+    missing_run_hint,
+    read_json,
+    write_run_folder,
+)
 from attention_core.sentence import SentenceOutput, run_encoded, run_sentence
 from attention_core.training import History, TrainConfig, predict_probabilities
 
@@ -165,7 +174,7 @@ def load_run(path: str | os.PathLike, *, embedding_file: str | None = None) -> R
     """Load and check a run directory. ``embedding_file`` overrides a moved word-vector file."""
     path = Path(path)
     if not path.is_dir():
-        raise RunError(f"run directory not found: {path}", "train one first with `python -m attention_core train`")
+        raise RunError(f"run directory not found: {path}", missing_run_hint(path))
     missing = [f for f in RUN_FILES if not (path / f).is_file()]
     if missing:
         raise RunError(f"{path} is not a complete run (missing {', '.join(missing)})", "re-train or re-download it")

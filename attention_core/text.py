@@ -4,6 +4,8 @@ GloVe 6B was trained on lower-cased Wikipedia + Gigaword text split by the Stanf
 tokenizer: punctuation is its own token and contractions are split Penn-Treebank style
 ("don't" → "do n't", "it's" → "it 's", "can't" → "ca n't"). We do the same so that far
 fewer words end up unknown than with the seed's ``split(sentence, " ")``.
+
+And a sentence the other way, into a file's name (:func:`file_stem`): torch-free, for the home page's charts too.
 """
 
 from __future__ import annotations
@@ -108,3 +110,14 @@ def token_casing(text: str, tokens: list[str] | tuple[str, ...]) -> list[int]:
         at = start + len(token)
         kinds.append(casing_kind(written[start:at]))
     return kinds
+
+
+def file_stem(text: str, limit: int = 40) -> str:
+    """A file name from a sentence: its lower-case letters and digits, runs of anything else as one "-",
+    at most ``limit`` characters; "sentence" when nothing is left.
+
+    Example:
+        >>> file_stem("It's GREAT!")
+        'it-s-great'
+    """
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit] or "sentence"

@@ -36,7 +36,7 @@ from attention_core.configs import (  # noqa: F401 — TrainConfig and its choic
 )
 from attention_core.data import TextDataset, check_known_words
 from attention_core.embeddings import Embeddings, load_embeddings
-from attention_core.encoding import UNK, TextEncoder
+from attention_core.encoding import Batch, TextEncoder
 from attention_core.errors import ConfigError, DataError, EmbeddingError
 from attention_core.history import (  # noqa: F401 — re-exported
     EpochRecord,
@@ -738,12 +738,13 @@ class Trainer:
 
     def _epoch_record(self, epoch: int, tally: _EpochTally, clock: _TrainingClock,
                       loss_weight: torch.Tensor | None) -> EpochRecord:
-        val_loss, val_acc, val_f1 = None, None, None
+        val_loss, val_acc, val = None, None, None
         if self._val[0]:
             val_loss, val_acc, preds = self.evaluate_encoded(self._val, weight=loss_weight)
-            val_f1 = classification_metrics(self._val[1], preds, self.label_names).macro_f1
+            val = classification_metrics(self._val[1], preds, self.label_names)
         return EpochRecord(epoch, tally.loss_sum / tally.seen, tally.correct / tally.seen, val_loss, val_acc,
-                           round(clock.elapsed, 4), tally.seen / max(tally.seconds, 1e-9), val_f1)
+                           round(clock.elapsed, 4), tally.seen / max(tally.seconds, 1e-9),
+                           val.macro_f1 if val else None, val.confusion if val else None)
 
     def _probes_due(self, epoch: int) -> bool:
         """Whether to record the probes' attention after ``epoch``: at most MAX_PROBE_RECORDS times, and the end."""
@@ -780,7 +781,6 @@ def evaluate_model(model: AttentionClassifier, encoder: TextEncoder, dataset: Te
     return evaluate_texts(model, encoder, dataset.texts, names, label_names)
 
 
-@torch.no_grad()
 def predict_probabilities(
     model: AttentionClassifier, encoder: TextEncoder, texts: Sequence[str], batch_size: int = 256, *,
     edit_attention: AttentionEdit | None = None,
@@ -790,16 +790,29 @@ def predict_probabilities(
     A row with no known word is NaN: there is nothing to predict from (``Run.predict`` raises
     ``EmbeddingError`` for such a sentence). ``edit_attention``: as for ``model.forward``.
     """
-    out = np.full((len(texts), model.cfg.n_classes), np.nan)
-    encoded = [(i, enc) for i, enc in enumerate(map(encoder.encode, texts)) if any(t != UNK for t in enc.ids)]
+    return batches_probabilities(model, length_batches(encoder, texts, batch_size), len(texts),
+                                 edit_attention=edit_attention)
+
+
+def length_batches(encoder: TextEncoder, texts: Sequence[str], batch_size: int = 256) -> list[tuple[list[int], Batch]]:
+    """The texts that have a known word, encoded, sorted by length and collated: (their indices, the batch) each.
+    Encoding once serves many passes over the same texts (the faithfulness report's head knock-outs)."""
+    encoded = [(i, enc) for i, enc in enumerate(map(encoder.encode, texts)) if enc.readable]
     encoded.sort(key=lambda ie: len(ie[1].ids))
+    chunks = [encoded[start : start + batch_size] for start in range(0, len(encoded), batch_size)]
+    return [([i for i, _ in chunk], encoder.collate([enc for _, enc in chunk])) for chunk in chunks]
+
+
+@torch.no_grad()
+def batches_probabilities(model: AttentionClassifier, batches: Sequence[tuple[list[int], Batch]], n: int, *,
+                          edit_attention: AttentionEdit | None = None) -> np.ndarray:
+    """Class probabilities (n, C) of :func:`length_batches`' batches, NaN for the rows they leave out."""
+    out = np.full((n, model.cfg.n_classes), np.nan)
     with evaluating(model):  # as run_sentence runs one sentence: model.forward, in eval mode, mode given back
-        for start in range(0, len(encoded), batch_size):
-            chunk = encoded[start : start + batch_size]
-            batch = encoder.collate([enc for _, enc in chunk])
+        for rows, batch in batches:
             logits, _ = model(batch.ids, batch.mask, batch.extra, batch.casing, need_weights=False,
                               edit_attention=edit_attention)
-            out[[i for i, _ in chunk]] = torch.softmax(logits, -1).double().numpy()
+            out[rows] = torch.softmax(logits, -1).double().numpy()
     return out
 
 

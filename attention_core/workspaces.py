@@ -9,8 +9,9 @@ shared server (``ATTENTION_PLAYGROUND_SHARED=1``) every visitor has a folder of 
 
 A token is a random ``secrets.token_urlsafe(16)`` (128 bits) held in the visitor's link; only its
 digest reaches the file system. A token that is malformed gives a new workspace, and an unknown
-one an empty workspace: neither is an error, and no token lists another's runs. Every run name
-from a visitor goes through :func:`attention_core.run_folders.check_run_name`.
+one an empty workspace: neither is an error, and no token lists another's runs (a link's run that is
+another workspace's is answered as one that does not exist). Every run name from a visitor goes
+through :func:`attention_core.run_folders.check_run_name`.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ WORKSPACES = "workspaces"
 PUBLISHED = "published"
 MB = 1024 * 1024
 PUBLISHED_LINK = "published:"  # a published run in a link: run=published:<name>
+PUBLISHED_MARK = "📌 "  # a published run's name in the model picker starts with it (:attr:`PublishedRun.choice`)
+LEARNER_LABEL = re.compile(r"learner [0-9a-f]{6}")  # a link's workspace's label (:meth:`WorkspaceStore.for_token`)
+UNKNOWN_AUTHOR = "unknown author"
 
 
 class WorkspaceError(InputError):
@@ -188,9 +192,28 @@ class PublishedRun:
     label: str  # the author workspace's label
 
     @property
+    def by(self) -> str:
+        """Who published it, as learners read it: only the teacher publishes, so "the teacher", with their
+        name when they were signed in (a link's workspace has only a label such as "learner 1baf31")."""
+        anonymous = LEARNER_LABEL.fullmatch(self.label) or self.label == UNKNOWN_AUTHOR
+        return "the teacher" if anonymous else f"the teacher ({self.label})"
+
+    @property
     def choice(self) -> str:
-        """Its name in the model picker (no run's own name can look like it)."""
-        return f"📌 {self.name} — by {self.label}"
+        """Its name in the model picker (no run's own name can look like it): "📌 demo — by the teacher"."""
+        return f"{PUBLISHED_MARK}{self.name} — by {self.by}"
+
+
+def published_name(choice: object) -> str | None:
+    """The run's name in a model picker's ``choice`` of a published run (:attr:`PublishedRun.choice`), else None.
+
+    Example:
+        >>> published_name("📌 demo — by the teacher"), published_name("demo")
+        ('demo', None)
+    """
+    if not isinstance(choice, str) or not choice.startswith(PUBLISHED_MARK) or " — by " not in choice:
+        return None
+    return choice[len(PUBLISHED_MARK):].split(" — by ", 1)[0]
 
 
 def _cap_from(value: str | None) -> float | None:
@@ -252,7 +275,7 @@ class WorkspaceStore:
         if not is_token(token):
             token = new_token()
         key = token_key(token)
-        return Workspace(key, self.root / WORKSPACES / key, f"learner {key[:6]}"), token
+        return Workspace(key, self.root / WORKSPACES / key, f"learner {key[:6]}"), token  # LEARNER_LABEL
 
     def for_visitor(self, *, claims: Mapping[str, object] | None = None, link_token: str | None = None,
                     tab_token: str | None = None, remembered_token: str | None = None) -> tuple[Workspace, str | None]:
@@ -268,6 +291,12 @@ class WorkspaceStore:
         if user is not None:
             return self.for_user(*user), None
         return self.for_token(link_token if is_token(link_token) else tab_token or remembered_token)
+
+    def is_empty(self, workspace: Workspace) -> bool:
+        """Whether nothing was ever saved in ``workspace``: no folder yet, or an empty one. A mistyped link's
+        token cannot be told from a new one, but its workspace is empty: the app says so by the link."""
+        folder = workspace.runs_dir
+        return not folder.is_dir() or next(folder.iterdir(), None) is None
 
     def runs_folder(self, workspace: Workspace) -> Path:
         """Where ``workspace``'s runs are saved: the runs root locally (created here), the workspace's
@@ -308,12 +337,6 @@ class WorkspaceStore:
             hint = f"its runs: {', '.join(own[:10])}" if own else "it holds no runs yet: train one into it"
             raise WorkspaceError(f"this workspace has no run named {name!r}", hint)
         return path
-
-    def held_elsewhere(self, workspace: Workspace, name: str) -> bool:
-        """Whether another workspace holds a run ``name`` (a link to a private run, opened by someone
-        else: the app says the run is private, not that it does not exist)."""
-        check_run_name(name)
-        return any(path.parent != workspace.runs_dir and is_run_folder(path) for path in (self.root / WORKSPACES).glob(f"*/{name}"))
 
     # -- disk space ---------------------------------------------------------------------------
 
@@ -402,8 +425,9 @@ class WorkspaceStore:
 
     def run_from_link(self, workspace: Workspace, value: str) -> str:
         """The model picker's choice for a link's ``run``; a ``RunError`` (what is wrong, how to fix it)
-        for a malformed name, a run that does not exist in ``workspace``, or another workspace's private
-        run. The message quotes a name only once it is a run's name (letters, digits, '-', '_', '.')."""
+        for a malformed name or a run that ``workspace`` does not hold. Another workspace's run gets the very
+        message of a run that does not exist: no answer tells which names exist elsewhere. The message
+        quotes a name only once it is a run's name (letters, digits, '-', '_', '.')."""
         published = value.startswith(PUBLISHED_LINK)
         try:
             name = check_run_name(value[len(PUBLISHED_LINK):] if published else value)
@@ -416,10 +440,9 @@ class WorkspaceStore:
             raise RunError(f"no published run is named {name!r}", "your teacher may have unpublished it")
         if name in {path.name for path in list_runs(self.runs_folder(workspace))}:
             return name
-        if self.shared and self.held_elsewhere(workspace, name):
-            raise RunError(f"the run {name!r} is private: it belongs to another workspace",
-                           "its author can ask the teacher to publish it")
-        raise RunError(f"there is no run named {name!r} here", "it may have been renamed or deleted; pick one in the sidebar")
+        raise RunError(f"there is no run named {name!r} in this workspace",
+                       "it may have been renamed or deleted, or be someone else's (a run opens only in its own "
+                       "workspace, unless the teacher publishes it); pick one in the sidebar")
 
     def is_published(self, path: str | os.PathLike) -> bool:
         """Whether ``path`` is a published run (read-only to learners)."""
@@ -431,4 +454,4 @@ def _read_label(path: Path) -> str:
         label = json.loads(path.read_text()).get("label")
     except (OSError, ValueError, AttributeError):
         label = None
-    return label if isinstance(label, str) and label else "unknown author"
+    return label if isinstance(label, str) and label else UNKNOWN_AUTHOR

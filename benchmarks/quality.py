@@ -3,6 +3,7 @@
 Run from the repository root::
 
     python benchmarks/quality.py --tuning-dir DIR              # test splits: the figures to report
+    python benchmarks/quality.py --quick                       # a smoke run: uci, 2 epochs
     python benchmarks/quality.py --tuning-dir DIR --tune \\
         --config drop=dropout=0.2 --config pool=pooling=attention,dropout=0.2   # validation splits only
 
@@ -164,8 +165,12 @@ def main(argv: list[str] | None = None) -> int:
                         "to tune on epochs, and say so)")
     parser.add_argument("--seeds", default="0", help="training seeds, comma-separated (the splits stay fixed)")
     parser.add_argument("--log", type=Path, help="append one JSON line per result to this file")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: uci only, 2 epochs (not figures)")
     args = parser.parse_args(argv)
     configs = [parse_config(c) for c in args.config] or [("default", {})]
+    if args.quick:
+        configs = [(name, {**overrides, "epochs": 2}) for name, overrides in configs]
+        args.sets, args.tuning_dir = "uci", None
     seeds = [int(s) for s in args.seeds.split(",")]
     sets = args.sets.split(",") if args.sets else list(SETS) if args.tuning_dir else ["uci"]
     embeddings = load_embeddings(EmbeddingSource())
@@ -196,6 +201,10 @@ def main(argv: list[str] | None = None) -> int:
             sec = statistics.mean(s.seconds for s in scores)
             print(f"  {r.name:<5} {config:<16} acc {acc:.3f} macroF1 {f1:.3f} {sec:5.1f} s  "
                   f"ratio acc {acc / b.accuracy:.3f} F1 {f1 / b.macro_f1:.3f}")
+    print(json.dumps({"split": split, "quick": args.quick, "sets": {r.name: {
+        "tfidf_lr": {"accuracy": r.baseline.accuracy, "macro_f1": r.baseline.macro_f1},
+        **{config: [{"accuracy": s.accuracy, "macro_f1": s.macro_f1, "seconds": s.seconds} for s in scores]
+           for config, scores in r.ours.items()}} for r in results}}))
     return 0
 
 

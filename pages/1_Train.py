@@ -20,6 +20,7 @@ link = view_link.ViewLink("Train")  # ?dataset=uci|small&preset=default|seed|cus
 link.add(*forms.view_params(list(BUNDLED_DATA)), train_views.compare_param(runs_dir()))
 link.write()
 train_views.interrupted(runs_dir(), page.url_path)  # trainings a server restart stopped: start them again
+train_views.show_upload_refusals()  # a file over 25 MB: the browser's refusal as text
 
 
 # -- 1. data --------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import streamlit as st
 from ui import inspect_views as views
 from ui import view_link
 from ui.common import EXAMPLES, kept, page_setup, sidebar_run
+from ui.sentence_box import sentence_box
 
 page_setup("Inspect", "🔬")
 st.title(":material/biotech: Inspect a model")
@@ -29,7 +30,7 @@ true_label = None
 if source == SOURCES[0] or not val_texts:
     if source != SOURCES[0]:
         st.caption("This run kept no validation rows: type a sentence instead.")
-    text = st.text_input("Your sentence", **kept("inspect_text", EXAMPLES[0]), max_chars=500)
+    text = sentence_box("Your sentence", "inspect_text", EXAMPLES[0])
 else:
     i = st.selectbox(f"Validation sentence ({len(val_texts):,}, held out from training)", range(len(val_texts)),
                      **kept(f"inspect_val_{path.name}", 0, range(len(val_texts))),
@@ -43,14 +44,14 @@ if not text.strip():
 method = views.saliency_method()  # (its selectbox is on the saliency tab)
 ex = views.explanation(run, path, text, method)
 n_layers, n_heads = ex.attention.shape[:2]
-views.prediction(ex, true_label)
+views.prediction(ex, true_label, model=run.name)
 views.keep_layer_and_head_choices(n_layers, n_heads)
 
 tabs = view_link.tabs("inspect_tab", list(views.TABS.values()))
 with tabs[0]:
-    zoom = views.model_view(ex, run.model_config)
+    zoom = views.model_view(ex, run.model_config, model=run.name)
 with tabs[1]:
-    views.rollout_and_saliency(ex, run.model_config)
+    views.rollout_and_saliency(ex, run.model_config, model=run.name)
 with tabs[2]:
     views.input_features(ex, run)
 with tabs[3]:

@@ -68,6 +68,7 @@ seed_views.variants_help()
 page.live(lambda seq: seed_views.live_view(seq, running), every=0.5 if running else None)
 if seq is not None and seq.done:
     page.shown(seq)  # its results (or why it ended) are drawn below: a reload from now on starts afresh
+    seed_views.measure(seq)  # how long it took here: the next estimate
 finished = {key: job for key, job in jobs.items() if job.done and job.run is not None and job.run.history.epochs}
 results = {key: job.run for key, job in finished.items()}
 if not results:

@@ -7,7 +7,9 @@ import streamlit as st
 
 from ui import faithfulness_views as views
 from ui import view_link
-from ui.common import EXAMPLES, kept, page_setup, sidebar_run
+from ui.common import EXAMPLES, page_setup, sidebar_run
+from ui.markup import escaped
+from ui.sentence_box import sentence_box
 
 page_setup("Faithfulness", "⚖️")
 st.title("Is attention an explanation?")
@@ -35,15 +37,16 @@ with tab_run:  # first: a sentence the model cannot read stops the page below, n
         if report is None and clicked:
             report = views.make_report(run, path, mode, n)
         if report is None:
-            st.caption("Switches every head off in turn, then scores every method on each sentence: about a minute for "
-                       "600 sentences, more on a busy machine. The server keeps the result, so a second look is instant.")
+            st.caption("Switches every head off in turn, then scores every method on each sentence. "
+                       f"{views.report_estimate(n, views.last_report_pace())} The server keeps the result, so a second "
+                       "look is instant.")
         else:
             views.report_views(report, run)
     st.divider()
     views.what_it_means()
 
 with tab_sentence:
-    text = st.text_input("Your sentence", **kept("faith_text", EXAMPLES[0]), max_chars=500)
+    text = sentence_box("Your sentence", "faith_text", EXAMPLES[0])
     lab = views.lab(run, path, text)
     views.prediction_line(lab)
     views.token_importance(lab)
@@ -51,5 +54,5 @@ with tab_sentence:
     views.curves_and_eraser(lab)
 
 with tab_heads:
-    st.caption(f"The sentence of the first tab: *{text}*")
+    st.caption(f"The sentence of the first tab: *{escaped(text)}*")
     views.knock_out_lab(run, text)

@@ -7,7 +7,8 @@ import streamlit as st
 from attention_core.errors import InputError
 from ui import quiz_views as views
 from ui import view_link
-from ui.common import EXAMPLES, kept, page_setup, sidebar_run
+from ui.common import EXAMPLES, page_setup, sidebar_run
+from ui.sentence_box import sentence_box
 
 page_setup("Check yourself", "❓")
 st.title("Check yourself")
@@ -21,7 +22,7 @@ link.add(view_link.run())
 path, run = sidebar_run("quiz_run")
 link.add(view_link.text("sentence", "quiz_text", EXAMPLES[0]))
 link.write()
-text = st.text_input("Your sentence", **kept("quiz_text", EXAMPLES[0]), max_chars=500)
+text = sentence_box("Your sentence", "quiz_text", EXAMPLES[0])
 if not text.strip():
     st.info("Type a sentence above to get questions about it.")
     st.stop()

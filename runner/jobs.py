@@ -272,6 +272,8 @@ class TrainingJob:
     _ticket: Ticket | None = None  # its place in the server's queue, when submitted there
     _finished: threading.Event = field(default_factory=threading.Event)  # set once it has ended or was cancelled
     journal: JournalEntry | None = None  # its entry in runs_dir's journal until it ends (a page's job, see submit)
+    started_at: float | None = None  # time.monotonic() when it was handed to a process
+    ended_at: float | None = None  # time.monotonic() when it ended (its run saved, or not): a page's measure of it
 
     def __post_init__(self) -> None:
         self.train_config = self.trainer.train_config
@@ -352,7 +354,7 @@ class TrainingJob:
     def start(self) -> None:
         """Hand the trainer to a new process; returns at once (the connection is made in the background)."""
         self.state = "starting"  # "running" once the process says it has started
-        self._last_heartbeat = time.monotonic()
+        self._last_heartbeat = self.started_at = time.monotonic()
         job = JobRequest(self.trainer, self.runs_dir, self.name, self.threads, self.orphan_after, JOB_NICE)
         self.trainer = None
         global _active_jobs
@@ -430,6 +432,7 @@ class TrainingJob:
             self._remove_journal()  # it ended in this server (its run saved, or not): nothing was interrupted
             if self._ticket is not None:
                 self._ticket.done()  # its slot goes to the next in line
+            self.ended_at = time.monotonic()
             if self.on_end is not None:
                 try:
                     self.on_end(self)

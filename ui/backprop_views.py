@@ -15,6 +15,7 @@ import streamlit as st
 from attention_core.backprop import Difference, GradientCheck, PostCodeComparison, PostForward, PostInputs
 from ui import figures
 from ui.explainer_views import charts_side_by_side, numbers
+from ui.markup import token_chips
 
 # What a gradient's cells are, for the Kb, softmax Jacobian, pooling and V gradients.
 NOTES = {
@@ -29,7 +30,7 @@ NOTES = {
 def sentence(inp: PostInputs) -> None:
     """The tokens the model reads, and the words it dropped or cut."""
     st.markdown("**Tokens** (whitespace split, words outside GloVe's top 10,000 dropped, as in the post): "
-                + " ".join(f":blue-background[{t}]" for t in inp.tokens))
+                + token_chips(inp.tokens))
     if inp.unknown or inp.truncated:
         st.caption(" · ".join(filter(None, [f"dropped (unknown): {', '.join(inp.unknown)}" if inp.unknown else "",
                                              f"cut after 64 words: {inp.truncated}" if inp.truncated else ""])))

@@ -20,6 +20,7 @@ from attention_core.workspaces import (
     WorkspaceStore,
     is_teacher,
     is_token,
+    published_name,
     signed_in_user,
     teacher_emails,
 )
@@ -192,6 +193,9 @@ def active_run_picker(key: str, *, label: str = "Model") -> tuple[Path, Run] | N
     choices = run_choices()
     names = list(choices)
     current = st.session_state.get("active_run")
+    gone = published_name(current) if current not in names else None
+    if gone is not None:  # the teacher unpublished it while this learner looked at it: say so, not switch silently
+        st.warning(f"The run “{gone}” was unpublished by the teacher; showing **{names[0]}** instead.")
     # The shared choice wins over this widget's own (chosen on another page, a training that ended).
     st.session_state[key] = current if current in names else names[0]
     name = st.selectbox(label, names, key=key, help="The bundled model, or any run you trained.",

@@ -84,20 +84,17 @@ def erasure_curves(deletion: Mapping[str, Sequence[float]], insertion: Mapping[s
 
 
 @themed
-def knocked_out_grid(attention: np.ndarray, tokens: Sequence[str], off: Sequence[tuple[int, int]],
-                     names: Sequence[str], *, pooling: bool = False) -> go.Figure:
+def knocked_out_grid(attention: np.ndarray, tokens: Sequence[str], off: Sequence[tuple[int, int]], *,
+                     pooling: bool = False) -> go.Figure:
     """:func:`~ui.figures.attention_grid` of every map (L or L + 1, H, T, T) with the heads in ``off``
-    (0-based) marked in their titles; ``names`` names each row of maps ("layer 1", "pooling"); ``pooling``:
-    the last row is a pooling attention's (drawn one row each)."""
+    (0-based) marked in their titles ("L1 · H2 · OFF"); ``pooling``: the last row is a pooling
+    attention's (drawn one row each)."""
     fig = attention_grid(attention, tokens, pooling=pooling)
-    n_heads = attention.shape[1]
-    cols = n_heads + 1
+    cols = attention.shape[1] + 1
     for i, annotation in enumerate(fig.layout.annotations):  # subplot titles, row by row
         layer, head = divmod(i, cols)
-        where = names[layer] if layer < len(names) else f"L{layer + 1}"
-        text = f"{where} · {'avg' if head == n_heads else f'H{head + 1}'}"
-        annotation.text = f"<b>{text} · OFF</b>" if (layer, head) in off else text
         if (layer, head) in off:
+            annotation.text = f"<b>{annotation.text} · OFF</b>"
             annotation.font.color = "#d62728"  # (its size stays the subplot titles')
     return fig
 

@@ -7,7 +7,9 @@ The numbers come from :mod:`attention_core.faithfulness`; the charts from
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +34,7 @@ from attention_core.run_folders import run_stamp
 from ui import faithfulness_figures as figs
 from ui import figures, view_link
 from ui.live_chart import live_plotly_chart
+from ui.markup import token_chips
 from ui.state import kept
 
 MODES = {
@@ -99,7 +102,7 @@ def prediction_line(lab: SentenceLab) -> None:
     """The predicted class and the tokens read, in one line each."""
     p = lab.probabilities[lab.label]
     st.markdown(f"Prediction: **{lab.label}** ({p:.1%}) · the curves below follow this probability.")
-    st.markdown(" ".join(f":orange-background[{t}]" if t == "<unk>" else f":blue-background[{t}]" for t in lab.tokens))
+    st.markdown(token_chips(lab.tokens))
     for note in lab.notes:
         st.caption(note)
 
@@ -148,7 +151,6 @@ def knock_out_lab(run: Run, text: str) -> None:
     """Pick heads to switch off and a way to do it; the prediction and every map redraw at once
     (a fragment: only this block reruns; its charts are updated in place, ``ui.live_chart``)."""
     cfg = run.model_config
-    names = map_words(cfg)
     heads = head_names(cfg)
     pooling = cfg.n_attention_maps > cfg.n_layers
     left, right = st.columns([2, 1], gap="large")
@@ -173,7 +175,7 @@ def knock_out_lab(run: Run, text: str) -> None:
     change = max(abs(edited.probabilities[k] - plain.probabilities[k]) for k in plain.probabilities)
     st.caption(f"The largest change in a class's probability: {change:.1%}. Below, every map with those heads off: "
                "a head switched off in an early layer changes what the later layers see, so their maps move too.")
-    live_plotly_chart(figs.knocked_out_grid(np.asarray(edited.attention), edited.tokens, off, names,
+    live_plotly_chart(figs.knocked_out_grid(np.asarray(edited.attention), edited.tokens, off,
                                            pooling=cfg.pooling == "attention"), key="faith_ko_grid")
 
 
@@ -196,15 +198,64 @@ def cached_report(path: Path, mode: str, n: int, seed: int = 0) -> RunReport | N
         return store.get((run_stamp(path), mode, n, seed))
 
 
+class ReportTimer:
+    """The progress bar's words for a report as it runs: how far each step has got and, once some of it is
+    done, the time it has left on this machine at its present speed (that step's pace so far, extrapolated).
+
+    ``clock`` is injectable for tests; each :class:`Progress` is timed when it arrives. A step starts when the
+    one before it ended (its first progress comes after its first pass)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.started = self.last = clock()
+        self.stage: str | None = None
+        self.stage_started = self.started
+
+    def text(self, p: Progress) -> str:
+        now = self.clock()
+        if p.stage != self.stage:
+            self.stage, self.stage_started = p.stage, self.last
+        self.last = now
+        what = "knock-out passes over the sentences" if p.stage == "heads" else "sentences scored by every method"
+        words = f"{p.done:,} of {p.total:,} {what}"
+        if 0 < p.done < p.total:
+            left = (now - self.stage_started) / p.done * (p.total - p.done)
+            words += f", about {_seconds(left)} left" + (" for them, then the sentences" if p.stage == "heads" else "")
+        return words
+
+    def seconds(self) -> float:
+        return self.clock() - self.started
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min"
+
+
+@st.cache_resource(show_spinner=False)
+def last_report_pace() -> dict[str, float]:
+    """The last report this server made: its sentences and seconds (the next one's estimate before it starts)."""
+    return {}
+
+
+def report_estimate(n: int, pace: dict[str, float]) -> str:
+    """What the page says before a report of ``n`` sentences runs: the time the last one here took, scaled to
+    ``n``, or that the time left shows as it runs; no time promised that this machine did not measure."""
+    if not pace:
+        return "The time it has left is shown as it runs, measured on this machine."
+    scaled = pace["seconds"] * n / pace["sentences"]
+    return (f"The last report on this server took {_seconds(pace['seconds'])} for {pace['sentences']:,.0f} sentences: "
+            f"about {_seconds(scaled)} for {n:,}, at the load the machine had then.")
+
+
 def make_report(run: Run, path: Path, mode: str, n: int, seed: int = 0) -> RunReport | None:
     """:func:`run_report` over the first ``n`` validation sentences, with a progress bar, kept by the
     server; None, with the error shown, if those sentences cannot be scored."""
     texts, labels = run.validation
     bar = st.progress(0.0, text="Starting…")
+    timer = ReportTimer()
 
     def on_progress(p: Progress) -> None:
-        what = "knock-out passes over the sentences" if p.stage == "heads" else "sentences scored by every method"
-        bar.progress(p.done / p.total, text=f"{p.done} of {p.total} {what}")
+        bar.progress(p.done / p.total, text=timer.text(p))
 
     try:
         report = run_report(run.model, run.encoder, run.label_names, texts[:n], labels[:n], knock_out_mode=mode,
@@ -214,6 +265,7 @@ def make_report(run: Run, path: Path, mode: str, n: int, seed: int = 0) -> RunRe
         return None
     finally:
         bar.empty()
+    last_report_pace().update(sentences=float(n), seconds=timer.seconds())
     store, lock = _reports()
     with lock:
         store[(run_stamp(path), mode, n, seed)] = report

@@ -19,7 +19,7 @@ import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from attention_core.history import EpochRecord
-from attention_core.map_names import short_map_name
+from attention_core.map_names import grid_title
 
 COLORSCALE = "Blues"
 # plotly_white, keeping only what the app's charts use (every heatmap names its colour scale;
@@ -197,8 +197,8 @@ def attention_grid(attention: np.ndarray, tokens: Sequence[str], *, average: boo
     n_layers, n_heads = a.shape[:2]
     cols = n_heads + (1 if average else 0)
     pooled = n_layers - 1 if pooling else None  # the pooling attention's row of maps
-    where = [short_map_name(layer, n_layers - 1 if pooling else n_layers) for layer in range(n_layers)]
-    titles = [f"{where[layer]} · {'avg' if h == n_heads else f'H{h + 1}'}" for layer in range(n_layers) for h in range(cols)]
+    titles = [grid_title(layer, h, n_layers - 1 if pooling else n_layers, n_heads) for layer in range(n_layers)
+              for h in range(cols)]
     heights = [POOLING_ROW if layer == pooled else cell for layer in range(n_layers)]
     fig = make_subplots(rows=n_layers, cols=cols, subplot_titles=titles, horizontal_spacing=0.03,
                         vertical_spacing=0.08, row_heights=heights)
@@ -264,13 +264,18 @@ def probability_trace(probabilities: Mapping[str, float], *, predicted: str | No
     return go.Bar(_bar_spec(probabilities, predicted=predicted, names_in_bars=names_in_bars))
 
 
+# A probability axis: 0 to 100 %, a grid line every 25 % and a label every 50 % (left to plotly, a narrow one
+# showed only 0 % and 50 %; five labels stand on end in Home's column at 1024 px).
+PROBABILITY_AXIS = {"range": [0, 1], "tickvals": [0, 0.25, 0.5, 0.75, 1], "ticktext": ["0%", "", "50%", "", "100%"]}
+
+
 @themed
 def probability_bars(probabilities: Mapping[str, float], *, predicted: str | None = None) -> go.Figure:
     """One horizontal bar per class, the predicted one highlighted."""
     return go.Figure(data=[_bar_spec(probabilities, predicted=predicted)], layout={
         "height": 60 + 34 * len(probabilities),
-        "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
-        "xaxis": {"range": [0, 1], "tickformat": ".0%"},
+        "margin": {"l": 10, "r": 24, "t": 10, "b": 10},  # r: room for half of "100%" (plotly hides a label cut off)
+        "xaxis": PROBABILITY_AXIS,
         "yaxis": {"autorange": "reversed"},
     })
 
@@ -528,13 +533,16 @@ def attention_time_lapse(
     """One attention map over training, played in the browser: a frame per epoch, ▶ / ❚❚ buttons and a slider.
 
     ``weights[i]`` (T, T) and ``tokens[i]`` are the map at ``epochs[i]``; with ``probabilities``
-    (label → p per epoch) the map has the prediction beside it and, right above the slider and
-    aligned with its steps, each class's probability over the epochs, where a cursor follows
-    the frame. ``kept`` are the epochs whose weights the run kept (▲ on that epoch axis, and
-    its labels), ``model_epoch`` the weights the run's model has (★). Frames change only the
-    map, the bars, the cursor and the title, so playing needs no round trip to the server.
-    The figure opens on the epoch ``start`` (the last when it is None or not among ``epochs``);
-    ▶ plays from the first. ``pooling``: the maps are a pooling attention's, each drawn as its one row.
+    (label → p per epoch) the map has the prediction beside it and, right above the slider, each
+    class's probability over the epochs, where a cursor follows the frame. That epoch axis spaces
+    the epochs by their values (kept at 0, 2, 5, 7, 8: the gaps show) and spans the slider's width,
+    whose steps are evenly spaced: they line up with the axis when the epochs are, and otherwise
+    the steps name their epochs. ``kept`` are the epochs whose weights the run kept (▲ on that
+    epoch axis, and its labels), ``model_epoch`` the weights the run's model has (★). Frames
+    change only the map, the bars, the cursor and the title, so playing needs no round trip to
+    the server. The figure opens on the epoch ``start``, else on ``model_epoch`` (the model the
+    page shows), else on the last; ▶ plays from the first. ``pooling``: the maps are a pooling
+    attention's, each drawn as its one row.
     """
     epochs = [int(e) for e in epochs]
     n = len(epochs)
@@ -566,61 +574,60 @@ def attention_time_lapse(
         return probability_trace(p, predicted=max(p, key=p.get), names_in_bars=True).update(showlegend=False)
 
     def cursor(i: int) -> go.Scatter:
-        return go.Scatter(x=[i, i], y=[0, 1], mode="lines", line={"color": "#444", "dash": "dash"}, hoverinfo="skip",
+        return go.Scatter(x=[epochs[i]] * 2, y=[0, 1], mode="lines", line={"color": "#444", "dash": "dash"}, hoverinfo="skip",
                           showlegend=False)
 
     map_height = 260 if pooling else max(260, 34 * max(len(tok) for tok in tokens) + 120)  # (260: the smallest that fits)
     last = n - 1
-    shown = epochs.index(start) if start in epochs else last  # the frame the figure opens on
+    shown = epochs.index(next((e for e in (start, model_epoch) if e in epochs), epochs[last]))  # the frame it opens on
+    named = [f"{e}★" if e == model_epoch else str(e) if e in marked or not marked else "" for e in epochs]
     if has_probs:
-        # The epoch strip is drawn over frame numbers 0…n−1, like the slider's steps, and spans the
-        # slider's width: a slider step sits 10 px in from each end (plotly.js), so the axis range
-        # reaches that far beyond the first and last frames (for a figure ~800 px wide).
-        inset = max(n - 1, 1) * 10 / 780
+        # The epoch strip spans the slider's width: a slider step sits 10 px in from each end (plotly.js),
+        # so the axis range reaches that far beyond the first and last epochs (for a figure ~800 px wide).
+        inset = max(epochs[last] - epochs[0], 1) * 10 / 780
         fig = make_subplots(rows=2, cols=2, specs=[[{}, {}], [{"colspan": 2}, None]], column_widths=[0.6, 0.4],
                             row_heights=[map_height, 150], horizontal_spacing=0.14, vertical_spacing=0.14,
                             subplot_titles=("", "probability of each class", "", ""))
         fig.add_trace(heatmap(shown), row=1, col=1)
         fig.add_trace(bars(shown), row=1, col=2)
-        frames_x = list(range(n))
         for label in labels:
-            fig.add_trace(go.Scatter(x=frames_x, y=[p[label] for p in probabilities], name=label, mode="lines",
+            fig.add_trace(go.Scatter(x=epochs, y=[p[label] for p in probabilities], name=label, mode="lines",
                                      customdata=epochs, hovertemplate="epoch %{customdata}: %{y:.1%}<extra>" + label
                                      + "</extra>"), row=2, col=1)
         fig.add_trace(cursor(shown), row=2, col=1)
         moving = [0, 1, len(fig.data) - 1]  # the traces a frame replaces
         kept_at = [i for i, e in enumerate(epochs) if e in marked and e != model_epoch]
         if kept_at:
-            fig.add_trace(go.Scatter(x=kept_at, y=[0.0] * len(kept_at), mode="markers", name="weights kept",
+            fig.add_trace(go.Scatter(x=[epochs[i] for i in kept_at], y=[0.0] * len(kept_at), mode="markers", name="weights kept",
                                      marker={"symbol": "triangle-up", "size": 11, "color": "#555"}, cliponaxis=False,
                                      customdata=[epochs[i] for i in kept_at],
                                      hovertemplate="epoch %{customdata}: the run kept its weights<extra></extra>"),
                           row=2, col=1)
         if model_epoch in epochs:
-            at = epochs.index(model_epoch)
-            fig.add_trace(go.Scatter(x=[at], y=[0.0], mode="markers", name="the run's model", cliponaxis=False,
+            fig.add_trace(go.Scatter(x=[model_epoch], y=[0.0], mode="markers", name="the run's model", cliponaxis=False,
                                      marker={"symbol": "star", "size": 14, "color": "#d62728"}, customdata=[model_epoch],
                                      hovertemplate="epoch %{customdata}: the weights of the run's model<extra></extra>"),
                           row=2, col=1)
         ticks = [i for i, e in enumerate(epochs) if e in marked] or sorted({round(k * last / 8) for k in range(9)})
         fig.update_xaxes(side="top", tickangle=-45, row=1, col=1)
         fig.update_yaxes(autorange="reversed", row=1, col=1)
-        fig.update_xaxes(range=[0, 1], tickformat=".0%", row=1, col=2)
+        fig.update_xaxes(PROBABILITY_AXIS, row=1, col=2)
         fig.update_yaxes(autorange="reversed", showticklabels=False, row=1, col=2)  # the bars name their class
-        fig.update_xaxes(range=[-inset, last + inset], tickvals=ticks, showgrid=False, zeroline=False,
-                         ticktext=[f"{epochs[i]}★" if epochs[i] == model_epoch else str(epochs[i]) for i in ticks],
+        fig.update_xaxes(range=[epochs[0] - inset, epochs[last] + inset], tickvals=[epochs[i] for i in ticks],
+                         showgrid=False, zeroline=False, ticktext=[named[i] or str(epochs[i]) for i in ticks],
                          title={"text": "epoch", "standoff": 4}, row=2, col=1)
         fig.update_yaxes(range=[-0.08, 1.04], tickformat=".0%", title="probability", row=2, col=1)
         height = map_height + 150 + 205
         strip_top = fig.layout.yaxis3.domain[1]  # the legend goes just above the epoch strip
-        step_labels = [""] * n  # the strip's axis, right above, names the epochs
+        even = len(set(np.diff(epochs))) <= 1
+        step_labels = [""] * n if even else named  # evenly spaced, the strip's axis right above names the epochs
     else:
         fig = go.Figure(heatmap(shown))
         moving = [0]
         fig.update_layout(xaxis={"side": "top", "tickangle": -45}, yaxis={"autorange": "reversed"})
         height = map_height + 150
         strip_top = 0.0
-        step_labels = [f"{e}★" if e == model_epoch else str(e) if e in marked or not marked else "" for e in epochs]
+        step_labels = named
 
     def frame(i: int) -> go.Frame:
         data = [heatmap(i)] + ([bars(i), cursor(i)] if has_probs else [])

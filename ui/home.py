@@ -47,7 +47,9 @@ def home() -> None:
     import pandas  # noqa: F401
 
     from ui import figures, preview
+    from ui.markup import token_chips
     from ui.preview import BUNDLED_NAME, EXAMPLES
+    from ui.sentence_box import sentence_box
     from ui.state import kept, kept_in_state
 
     def use_example() -> None:  # a click on the example already in the box deselects it: nothing to load
@@ -96,7 +98,7 @@ def home() -> None:
     # another example selects it and so loads it (a click on a selected pill would deselect it).
     st.session_state["home_example"] = text_now if text_now in EXAMPLES else None
     st.pills("Try an example", EXAMPLES, key="home_example", on_change=use_example)
-    text = st.text_input("Your sentence", key="home_text", max_chars=500, placeholder="Type a sentence in English…")
+    text = sentence_box("Your sentence", "home_text", placeholder="Type a sentence in English…")
     if not text.strip():
         st.info("Type a sentence above to see the model's prediction and its attention.")
         st.stop()
@@ -112,16 +114,16 @@ def home() -> None:
             st.error(f"{err}")
             st.stop()
 
+    from ui import chart_downloads
+
     left, right = st.columns([1, 2], gap="large")
     with left:
         st.subheader(f"Prediction: {prediction.label}")
-        live_chart.live_plotly_chart(figures.probability_bars(prediction.probabilities, predicted=prediction.label), key="home_probs")
+        live_chart.live_plotly_chart(figures.probability_bars(prediction.probabilities, predicted=prediction.label), key="home_probs",
+                                     config=chart_downloads.config("Probabilities", model=name, sentence=text))
     with right:
         st.subheader("Tokens the model read")
-        chips = " ".join(
-            f":orange-background[{t}]" if t == "<unk>" else f":blue-background[{t}]" for t in prediction.tokens
-        )
-        st.markdown(chips)
+        st.markdown(token_chips(prediction.tokens))
         if prediction.unknown_tokens:
             how = "read as the learned `<unk>` vector" if "<unk>" in prediction.tokens else "dropped"
             st.caption(
@@ -131,22 +133,25 @@ def home() -> None:
             )
         for note in prediction.notes:
             if "unknown word" not in note:  # said above, with a hint
-                st.caption(note[:1].upper() + note[1:])
+                st.caption(note)
 
     st.subheader("Attention")
     attn = np.asarray(prediction.attention)  # (L, H, T, T)
     c1, c2 = st.columns(2)
     layer = layer_names.index(c1.radio("Layer", layer_names, horizontal=True, **kept("home_layer", layer_names[0], layer_names)))
     head = c2.radio("Head", head_options, horizontal=True, **kept("home_head", head_options[0], head_options))
-    weights = attn[layer].mean(0) if head == head_options[0] else attn[layer, head_options.index(head) - 1]
+    head = head_options.index(head) - 1 if head != head_options[0] else n_heads  # (n_heads: their average)
+    weights = attn[layer].mean(0) if head == n_heads else attn[layer, head]
     pooled = n_maps > n_layers  # the last map is the pooling attention's: one row, the label's query
     live_chart.live_plotly_chart(
-        figures.attention_heatmap(weights, prediction.tokens, title=f"{layer_names[layer]} · {head}",
+        figures.attention_heatmap(weights, prediction.tokens, title=f"{layer_names[layer]} · {head_choice(head, n_heads)}",
                                   pooling=layer >= n_layers),
         key="home_heatmap",
+        config=chart_downloads.config("Attention", model=name, sentence=text, layer=layer_names[layer], head=head_choice(head, n_heads)),
     )
     if st.toggle("Show all layers and heads at once", **kept("home_grid_on", False)):  # drawn on request: 10+ maps are slow to draw
-        st.plotly_chart(figures.attention_grid(attn, prediction.tokens, pooling=pooled), key="home_grid")
+        st.plotly_chart(figures.attention_grid(attn, prediction.tokens, pooling=pooled), key="home_grid",
+                        config=chart_downloads.config("Attention, every layer and head", model=name, sentence=text))
 
     with st.expander("What am I looking at?", expanded=False):
         st.markdown(

@@ -21,8 +21,10 @@ from attention_core.map_names import head_choice, layers_said, rollout_maps
 from attention_core.metrics import spearman
 from attention_core.model import ModelConfig
 from attention_core.run_folders import run_stamp
-from ui import figures, state, view_link
+from ui import chart_downloads, figures, state, view_link
 from ui.common import EXAMPLES, get_run, run_choices
+from ui.markup import escaped, token_chips
+from ui.sentence_box import sentence_box
 from ui.state import kept, kept_in_state
 
 METHODS = {
@@ -119,17 +121,19 @@ def saliency_method() -> str:
     return method if method in SALIENCY_METHODS else SALIENCY_METHODS[0]
 
 
-def prediction(ex: Explanation, true_label: str | None) -> None:
-    """The predicted class and its probabilities (left), the tokens the model read (right)."""
+def prediction(ex: Explanation, true_label: str | None, *, model: str) -> None:
+    """The predicted class and its probabilities (left), the tokens the model read (right); ``model`` is the
+    run's name (for the charts' downloads, as in every view below)."""
     left, right = st.columns([1, 2], gap="large")
     with left:
         st.subheader(f"Prediction: {ex.label}")
         if true_label is not None:
             st.markdown(f"True label: **{true_label}** · " + (":green[right]" if true_label == ex.label else ":red[wrong]"))
-        st.plotly_chart(figures.probability_bars(ex.probabilities, predicted=ex.label), key="inspect_probs")
+        st.plotly_chart(figures.probability_bars(ex.probabilities, predicted=ex.label), key="inspect_probs",
+                        config=chart_downloads.config("Probabilities", model=model, sentence=ex.text))
     with right:
         st.subheader("Tokens the model read")
-        st.markdown(" ".join(f":orange-background[{t}]" if t == "<unk>" else f":blue-background[{t}]" for t in ex.tokens))
+        st.markdown(token_chips(ex.tokens))
         for note in ex.notes:
             st.caption(note)
 
@@ -174,7 +178,7 @@ def _zoom_from_click() -> None:
         st.session_state["inspect_layer"], st.session_state["inspect_head"] = int(layer), int(head)
 
 
-def model_view(ex: Explanation, cfg: ModelConfig) -> Zoom:
+def model_view(ex: Explanation, cfg: ModelConfig, *, model: str) -> Zoom:
     """Every layer and head as a grid of maps; the one clicked or picked, zoomed in, with a top-k filter."""
     attn, tokens = ex.attention.numpy(), ex.tokens  # (L, H, T, T), (L + 1, …) with a pooling attention's map
     names, n_heads = cfg.map_names(), attn.shape[1]
@@ -185,7 +189,8 @@ def model_view(ex: Explanation, cfg: ModelConfig) -> Zoom:
                   "query). " if pooled else "")
                + "**Click a map to zoom in**, or pick it below.")
     st.plotly_chart(figures.selectable_attention_grid(attn, tokens, pooling=pooled), key="inspect_grid",
-                    on_select=_zoom_from_click, selection_mode="points")
+                    on_select=_zoom_from_click, selection_mode="points",
+                    config=chart_downloads.config("Attention, every layer and head", model=model, sentence=ex.text))
     layer, head = _layer_and_head(names, n_heads, "inspect", st.columns([1, 1, 2])[:2])
     pooling = layer >= cfg.n_layers
     zoom_col, filter_col = st.columns([3, 1], gap="large")
@@ -198,12 +203,15 @@ def model_view(ex: Explanation, cfg: ModelConfig) -> Zoom:
     shown = top_k_mask(torch.from_numpy(raw), k=int(k) or None, threshold=threshold or None).numpy()
     filters = [f for f in (f"top {k} per row" if k else "", f"weights ≥ {threshold:.2f}" if threshold else "") if f]
     title = f"{names[layer]} · {head_choice(head, n_heads)}" + (f" · {', '.join(filters)}" if filters else "")
+    what = "Attention" + (f" ({', '.join(filters)})" if filters else "")
     filter_col.caption(f"The filter hides {int((shown == 0).sum() - (raw == 0).sum())} of {raw.size} weights; what is "
                        "left no longer sums to 1 per row." if filters else
                        "Hide the small weights to see each word's strongest links. The filter changes only this map.")
     with zoom_col:
         st.markdown(f"**{title}**")
-        st.plotly_chart(figures.attention_heatmap(shown, tokens, pooling=pooling), key="inspect_zoom")
+        st.plotly_chart(figures.attention_heatmap(shown, tokens, pooling=pooling), key="inspect_zoom",
+                        config=chart_downloads.config(what, model=model, sentence=ex.text, layer=names[layer],
+                                                      head=head_choice(head, n_heads)))
     return Zoom(shown, title, pooling)
 
 
@@ -215,15 +223,19 @@ def attention_bars_said(cfg: ModelConfig) -> str:
     return "the rollout above, its rows averaged: how much of each word is in the final vectors, on average over the words"
 
 
-def rollout_and_saliency(ex: Explanation, cfg: ModelConfig) -> None:
+def rollout_and_saliency(ex: Explanation, cfg: ModelConfig, *, model: str) -> None:
     """Rollout beside the last map's raw attention, then rollout against saliency, word by word."""
     tokens, method, last = ex.tokens, ex.saliency_method, cfg.map_names()[-1]
     c1, c2 = st.columns(2, gap="large")
     c1.markdown(f"**Attention rollout** · {rollout_maps(cfg, pooling=False)}")
-    c1.plotly_chart(figures.attention_heatmap(ex.rollout.numpy(), tokens, narrow=True), key="inspect_rollout")
+    c1.plotly_chart(figures.attention_heatmap(ex.rollout.numpy(), tokens, narrow=True), key="inspect_rollout",
+                    config=chart_downloads.config("Attention rollout", model=model, sentence=ex.text,
+                                                  layer=rollout_maps(cfg, pooling=False)))
     c2.markdown(f"**Raw attention** · {last} · average of heads")
     c2.plotly_chart(figures.attention_heatmap(ex.head_average[-1].numpy(), tokens, pooling=cfg.pooling == "attention",
-                                              narrow=True), key="inspect_last_layer")
+                                              narrow=True),
+                    key="inspect_last_layer", config=chart_downloads.config("Raw attention", model=model, sentence=ex.text,
+                                                                            layer=last, head="average of heads"))
     half = "0.5·A + 0.5·I for the residual connection, " if cfg.residual else ""
     st.caption(f"Raw attention shows one map only. **Attention rollout** (Abnar & Zuidema, 2020) follows attention "
                f"through {rollout_maps(cfg, pooling=False)}: it averages the heads, uses {half}and multiplies the "
@@ -238,7 +250,8 @@ def rollout_and_saliency(ex: Explanation, cfg: ModelConfig) -> None:
     sal = ex.saliency.numpy()
     att = ex.attention_to_token.numpy()
     st.plotly_chart(figures.token_scores(tokens, {"attention (rollout)": att, f"saliency ({METHODS[method]})": sal}),
-                    key="inspect_scores")
+                    key="inspect_scores", config=chart_downloads.config(f"Rollout and saliency ({METHODS[method]})",
+                                                                        model=model, sentence=ex.text))
     rho = spearman(att, np.abs(sal))
     c1, c2 = st.columns([1, 3])
     c1.metric("Rank agreement (Spearman ρ)", "–" if rho is None else f"{rho:+.2f}",
@@ -266,7 +279,8 @@ def input_features(ex: Explanation, run: Run) -> None:
     names = [f"d{i + 1}" for i in range(cfg.embedding_dim)] + (["position"] if applies else [])
     features = ex.input_features if not applies or show_position else ex.input_features[:, :-1]
     names = names[: features.shape[1]]
-    st.plotly_chart(figures.feature_heatmap(features, ex.tokens, names), key="inspect_features")
+    st.plotly_chart(figures.feature_heatmap(features, ex.tokens, names), key="inspect_features",
+                    config=chart_downloads.config("Input features", model=run.name, sentence=ex.text))
     vectors = "frozen GloVe vectors" if cfg.freeze_embeddings else "GloVe vectors, fine-tuned during training"
     if applies:
         st.caption(f"What the model reads: one row per token, the {cfg.embedding_dim} numbers of its word vector "
@@ -328,8 +342,9 @@ def time_lapse(run: Run, path: Path, text: str, n_heads: int) -> None:
     # Built once per view, not on every rerun of the page: every tab runs each time.
     start = st.session_state.get("inspect_tl_epoch")  # a link's epoch=…: the frame it opens on
     if start is not None and start not in epochs:
+        opens = f"the run's model, epoch {model_epoch}" if model_epoch in epochs else "the last"
         st.caption(f"The link's epoch {start} is not one of this time-lapse's ({', '.join(map(str, epochs))}): it "
-                   "opens on the last.")
+                   f"opens on {opens}.")
     key: Hashable = ("time-lapse figure", run_stamp(path), source, replayed, layer, head, start)
     cache = _cache()
     if key not in cache:
@@ -337,7 +352,9 @@ def time_lapse(run: Run, path: Path, text: str, n_heads: int) -> None:
         cache[key] = figures.attention_time_lapse(epochs, maps, [r.tokens for _, r in records], probs,
                                                   kept=sorted(run.snapshots), model_epoch=model_epoch, start=start,
                                                   pooling=pooling)
-    st.plotly_chart(cache[key], key="inspect_time_lapse")
+    st.plotly_chart(cache[key], key="inspect_time_lapse",
+                    config=chart_downloads.config("Attention over training", model=run.name, sentence=replayed,
+                                                  layer=names[layer], head=head_choice(head, n_heads)))
     notes = []
     if run.snapshots:
         notes.append("▲ on the epoch axis above the slider: the run kept its weights there.")
@@ -359,7 +376,7 @@ def compare(run: Run, text: str) -> None:
     choices = run_choices()
     current = st.session_state.get("inspect_run")
     if mode == modes[0]:
-        other = st.text_input("Second sentence", **kept("inspect_compare_text", EXAMPLES[1]), max_chars=500)
+        other = sentence_box("Second sentence", "inspect_compare_text", EXAMPLES[1])
         sides = [(current, run, text), (current, run, other)]
     else:
         others = [n for n in choices if n != current] or list(choices)
@@ -375,18 +392,22 @@ def compare(run: Run, text: str) -> None:
             sides = [(current, run, text)]
     for i, (col, (name, r, t)) in enumerate(zip(st.columns(2, gap="large"), sides, strict=False)):
         with col:
-            st.markdown(f"**{name}**  \n“{t}”")
+            st.markdown(f"**{name}**  \n“{escaped(t)}”")
             try:
                 p = r.predict(t)
             except InputError as err:
                 st.error(f"{err}")
                 continue
             st.markdown(f"Prediction: **{p.label}**")
-            st.plotly_chart(figures.probability_bars(p.probabilities, predicted=p.label), key=f"inspect_cmp_probs_{i}")
+            st.plotly_chart(figures.probability_bars(p.probabilities, predicted=p.label), key=f"inspect_cmp_probs_{i}",
+                            config=chart_downloads.config("Probabilities", model=r.name, sentence=t))
             last = np.asarray(p.attention)[-1].mean(0)
             st.markdown(f"{r.model_config.map_names()[-1]} · average of heads")
             st.plotly_chart(figures.attention_heatmap(last, p.tokens, pooling=r.model_config.pooling == "attention",
-                                                      narrow=True), key=f"inspect_cmp_heatmap_{i}")
+                                                      narrow=True),
+                            key=f"inspect_cmp_heatmap_{i}",
+                            config=chart_downloads.config("Attention", model=r.name, sentence=t,
+                                                          layer=r.model_config.map_names()[-1], head="average of heads"))
 
 
 def export(ex: Explanation, run: Run, zoom: Zoom) -> None:
@@ -396,7 +417,9 @@ def export(ex: Explanation, run: Run, zoom: Zoom) -> None:
                "beside it (SVG). "
                f"**HTML** saves the zoomed map from the Model view (now: {zoom.title}) as one interactive file that "
                "works offline. **CSV** and **JSON** hold every layer's and head's weights for this sentence; in the CSV "
-               "layers and heads count from 1, token positions from 0.")
+               "layers and heads count from 1, token positions from 0"
+               + ("; the pooling attention is layer `pooling`, one row per head and word (its query is the label's, "
+                  "no word)." if run.model_config.n_attention_maps > run.model_config.n_layers else "."))
     stem = file_stem(text)
     payload = {"run": run.name, "text": text, "tokens": tokens, "label": ex.label, "probabilities": ex.probabilities,
                "attention": ex.attention.tolist()}
@@ -405,7 +428,8 @@ def export(ex: Explanation, run: Run, zoom: Zoom) -> None:
                                                                       pooling=zoom.pooling)
                        .to_html(include_plotlyjs=True), f"attention_{stem}.html",
                        "text/html", key="inspect_dl_html", on_click="ignore", icon=":material/download:")
-    c2.download_button("All weights (CSV)", attention_csv(tokens, ex.attention.numpy()), f"attention_{stem}.csv", "text/csv",
+    c2.download_button("All weights (CSV)", attention_csv(tokens, ex.attention.numpy(), run.model_config.n_layers),
+                       f"attention_{stem}.csv", "text/csv",
                        key="inspect_dl_csv", on_click="ignore", icon=":material/download:")
     c3.download_button("All weights (JSON)", json.dumps(payload), f"attention_{stem}.json", "application/json",
                        key="inspect_dl_json", on_click="ignore", icon=":material/download:",

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from attention_core import map_names as naming
-from attention_core.run_folders import list_runs
+from attention_core.run_folders import BUNDLED_RUN, list_runs
 from attention_core.workspaces import runs_root
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_RUN = ROOT / "data" / "default_run"
+DEFAULT_RUN = BUNDLED_RUN
 PREVIEW = DEFAULT_RUN / "preview.json"
 BUNDLED_NAME = "Bundled: default model on UCI sentences"
 EXAMPLES = [
@@ -116,7 +116,9 @@ def warm_up() -> None:
     with _warm_lock:
         if _warming is None and not model_code_loaded():
             sys.setswitchinterval(0.001)  # as ui.common sets it: the import hands the GIL to the server often
-            _warming = threading.Thread(target=_load_the_model, name="load-the-model", daemon=True)
+            # Not a daemon: a process that exits while this thread is inside torch's import or first pass can
+            # abort (SIGABRT, seen in the test suite); the interpreter waits the few seconds it has left.
+            _warming = threading.Thread(target=_load_the_model, name="load-the-model", daemon=False)
             _warming.start()
 
 

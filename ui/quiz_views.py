@@ -10,10 +10,9 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from attention_core import History, Run
-from attention_core.errors import RunError
-from attention_core.quiz import Question, View, markdown_escape, next_question, questions
-from attention_core.run_folders import list_runs, read_history, run_stamp
+from attention_core import Run
+from attention_core.quiz import Question, View, compared_runs, markdown_escape, next_question, questions
+from attention_core.run_folders import list_runs, run_stamp
 from ui.common import BUNDLED_NAME, run_link_name, runs_dir
 from ui.navigation import PAGE_FILES
 from ui.view_link import GLOBAL
@@ -36,18 +35,6 @@ def quiz() -> Quiz:
     return st.session_state.setdefault("quiz_state", Quiz())
 
 
-def _histories() -> dict[str, History]:
-    """The workspace's own runs' histories (name → History), for "which run learned faster"; a run
-    whose history cannot be read is left out."""
-    out = {}
-    for path in list_runs(runs_dir()):
-        try:
-            out[path.name] = read_history(path)
-        except RunError:
-            continue
-    return out
-
-
 def candidates(run: Run, path: Path, text: str) -> list[Question]:
     """Every question on this run and sentence, in this session's order; kept while neither changes.
     Raises ``EmbeddingError`` for a sentence the model cannot read."""
@@ -60,7 +47,7 @@ def candidates(run: Run, path: Path, text: str) -> list[Question]:
     kept = st.session_state.get("quiz_candidates")
     if kept is None or kept[0] != key:
         rng = np.random.default_rng([seed, zlib.crc32(text.encode())])
-        kept = (key, questions(run, text, rng, runs=_histories()))
+        kept = (key, questions(run, text, rng, runs=compared_runs(list_runs(runs_dir()))))
         st.session_state["quiz_candidates"] = kept
     return kept[1]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,9 +27,37 @@ VARIANTS = {
     "default": "Default preset",
 }
 SHORT = {"frozen": "Seed, head frozen", "head": "Seed, head trained", "default": "Default"}
-# Seconds per SGD step of a seed variant, and per variant for starting its process and saving its run:
-# for the estimate shown before training (where they come from: benchmarks/README.md).
-STEP_SECONDS, VARIANT_SECONDS = 37e-6, 0.5
+
+
+@dataclass(frozen=True)
+class Pace:
+    """How long the three variants took when last trained to their end on this server, in parts that scale
+    with the epochs asked for: the estimate shown before training."""
+
+    step_seconds: float  # per SGD step of a seed variant, training alone
+    epoch_seconds: float  # per epoch of the default preset, training alone
+    other_seconds: float  # the rest: each variant's process, data and vectors, saving its run, the hand-overs
+
+    def estimate(self, seed_steps: int, default_epochs: int) -> float:
+        return seed_steps * self.step_seconds + default_epochs * self.epoch_seconds + self.other_seconds
+
+
+@st.cache_resource
+def _paces() -> dict[str, Pace]:
+    """The server's measurement ("last": a :class:`Pace`), shared by its sessions."""
+    return {}
+
+
+def measure(seq: JobSequence) -> None:
+    """Keep how long ``seq`` took, when its three variants all trained to their end, for the next estimate."""
+    jobs = seq.jobs
+    if set(jobs) != set(VARIANTS) or any(j.state != "finished" or j.ended_at is None for j in jobs.values()):
+        return
+    seed, default = [jobs["frozen"], jobs["head"]], jobs["default"]
+    seed_seconds, steps = sum(j.history.seconds for j in seed), sum(len(j.history.step_losses) for j in seed)
+    wall = max(j.ended_at for j in jobs.values()) - min(j.started_at for j in jobs.values())
+    _paces()["last"] = Pace(seed_seconds / max(steps, 1), default.history.seconds / max(len(default.history.epochs), 1),
+                            max(0.0, wall - seed_seconds - default.history.seconds))
 
 
 @st.cache_resource(show_spinner="Reading small.csv…")
@@ -74,7 +103,8 @@ def live_view(seq: JobSequence, running: bool) -> None:
                 st.caption("waiting for its turn" if key in queued else "not trained yet")
                 continue
             snap = job.status()
-            st.progress(snap.progress, text=f"{snap.state} · epoch {snap.epoch}/{snap.epochs}")
+            left = f" · about {snap.eta_seconds:.0f} s left" if snap.eta_seconds is not None and not snap.done else ""
+            st.progress(snap.progress, text=f"{snap.state} · epoch {snap.epoch}/{snap.epochs}{left}")
             if n := snap.epochs_recorded:  # rebuilt only when an epoch was added (this redraws twice a second)
                 cached = ss.get(f"seedexp_live_{key}")
                 if cached is None or cached[0] != (id(job), n):
@@ -89,12 +119,18 @@ def live_view(seq: JobSequence, running: bool) -> None:
 
 def before_training(running: bool) -> None:
     """What the page says while no variant has finished: how much work training them is."""
+    if running:
+        st.info("The variants train one after the other, in the background: each one's attention maps appear here when "
+                "it finishes.")
+        return
     seed_steps = 2 * int(st.session_state["seedexp_epochs"]) * len(small_csv(SEED.train.vocab_limit))
-    estimate = seed_steps * STEP_SECONDS + 3 * VARIANT_SECONDS
-    st.info("The variants train one after the other, in the background: each one's attention maps appear here when it "
-            "finishes." if running else "Press **Train all three**: the variants train one after the other, in the "
-            f"background ({seed_steps:,} SGD steps for the two seed variants, then the default preset: about "
-            f"{estimate:.0f} s on an idle computer, longer on a busy one).")
+    work = f"{seed_steps:,} SGD steps for the two seed variants, then the default preset"
+    if (pace := _paces().get("last")) is not None:  # measured here: scaled to the epochs asked for now
+        took = (f"about {pace.estimate(seed_steps, int(st.session_state['seedexp_default_epochs'])):.0f} s, scaled "
+                "from the last training of all three on this server")
+    else:  # nothing measured here yet: a figure from another machine would be a promise
+        took = "each one shows its progress and the time it has left as it trains"
+    st.info(f"Press **Train all three**: the variants train one after the other, in the background ({work}: {took}).")
 
 
 def final_losses(results: dict[str, Run], found: dict[str, VariantSummary]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ import streamlit as st
 from attention_core import ModelConfig, Run, TextDataset, load_dataset, load_run
 from attention_core.data import read_table
 from attention_core.errors import InputError
+from attention_core.metrics import learning_verdict, run_verdict, wilson_interval
 from attention_core.run_folders import (
     delete_run,
     interrupted_run,
@@ -34,6 +36,21 @@ from ui.live_chart import live_plotly_chart
 from ui.training_page import JobStatus, TrainingJob, TrainingPage, ordinal
 
 HOME_URL_PATH = "home"  # the url_path app.py's router gives its Home page (tests/ui/test_navigation.py follows it)
+
+
+# The browser refuses a file over the upload limit (server.maxUploadSize) itself, and Streamlit says why only
+# in a tooltip of the file's chip (its text is there, visually hidden): shown here as text under the chip.
+UPLOAD_REFUSAL_CSS = """
+[data-testid='stFileChip'][aria-invalid='true'] { flex-wrap: wrap; height: auto; max-width: none; }
+[data-testid='stFileChip'][aria-invalid='true'] [role='alert'] {
+  position: static; width: auto; height: auto; margin: 0.25rem 0 0; clip: auto; clip-path: none;
+  overflow: visible; white-space: normal; flex-basis: 100%; color: #bd4043; font-size: 0.875rem; }
+"""
+
+
+def show_upload_refusals() -> None:
+    """Show why the browser refused an upload (a file over the limit) as text, not only on hover."""
+    st.html(f"<style>{UPLOAD_REFUSAL_CSS}</style>")
 
 
 @st.cache_data(show_spinner="Reading the CSV…", max_entries=8)
@@ -242,18 +259,24 @@ def live_view(job: TrainingJob, every: float | None, *, waiting: bool = False) -
 
 def finished(job: TrainingJob) -> None:
     """How the job ended, and its run's results (its run opens in every page's model picker)."""
-    snap = job.status()
+    snap, warned = job.status(), False
     if snap.state in ("diverged", "failed"):
         st.error(f"{snap.message}")
     elif snap.state == "cancelled":
         st.info(f"Training {snap.message}.")
         return
     else:
-        st.success(ending(snap, job.train_config))
+        said = ending(snap, job.train_config)
+        verdict = run_verdict(job.run.history, job.run.label_names) if job.run is not None else None
+        warned = verdict is not None and verdict.warn
+        if warned:  # not a green "success" for a run that learned nothing
+            st.warning(f"{said}\n\n{verdict.message}", icon=":material/warning:")
+        else:
+            st.success(said)
     background.open_new_run(job)
     if job.run is not None and job.run.history.epochs:
         st.header("3 · Results")
-        results(job.run, job.run_path, job.validation_probs)
+        results(job.run, job.run_path, job.validation_probs, warned=warned)
 
 
 def kept_model(history: History, train_config: TrainConfig) -> str:
@@ -263,31 +286,6 @@ def kept_model(history: History, train_config: TrainConfig) -> str:
     if stop := patience_stop(history.status, trained, train_config):
         return f"epoch {history.kept_epoch} ({stop})"
     return f"epoch {history.kept_epoch} of {trained}" + (f" ({planned} planned)" if trained < planned else "")
-
-
-Z_95 = 1.959963984540054  # the standard normal's 97.5 % quantile: two-sided 95 %
-
-
-def wilson_interval(correct: int, n: int, z: float = Z_95) -> tuple[float, float]:
-    """The Wilson score interval (95 % by default) for an accuracy of ``correct`` out of ``n``.
-
-    Wilson's rather than the textbook p ± z·√(p(1-p)/n): that one collapses to a width of 0 at
-    12 of 12 right and leaves [0, 1] near the ends, while Wilson's stays inside [0, 1] and keeps
-    close to its promised 95 % coverage even for a dozen rows (Brown, Cai & DasGupta 2001).
-
-    Example:
-        >>> [round(x, 3) for x in wilson_interval(10, 12)]
-        [0.552, 0.953]
-    """
-    if n <= 0:
-        raise ValueError(f"an interval needs at least one row, got n = {n}")
-    if not 0 <= correct <= n:
-        raise ValueError(f"correct must be between 0 and n = {n}, got {correct}")
-    p, z2 = correct / n, z * z
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    # At 0 or n right the bound is exactly 0 or 1 (the formula gets there up to rounding).
-    return (0.0 if correct == 0 else centre - half), (1.0 if correct == n else centre + half)
 
 
 def accuracy_note(correct: int, n: int) -> str:
@@ -300,12 +298,14 @@ def accuracy_note(correct: int, n: int) -> str:
     return note
 
 
-def results(run: Run, run_path: Path | None, probs: np.ndarray | None = None) -> None:
-    """Metrics, confusion, per-class scores and misclassified rows of a run's validation share,
-    all of the model the run keeps (which epoch that is, is said).
+def results(run: Run, run_path: Path | None, probs: np.ndarray | None = None, *, warned: bool = False) -> None:
+    """Metrics (the majority class's share beside the accuracy), confusion, per-class scores and
+    misclassified rows of a run's validation share, all of the model the run keeps (which epoch that
+    is, is said), and a warning if it learned nothing beyond the majority class.
 
     ``probs``: the run's predictions for those rows, if made already (a job makes them in its
-    own process); otherwise they are made here.
+    own process); otherwise they are made here. ``warned``: that warning is on the page already
+    (:func:`finished`'s).
     """
     texts, labels = run.validation
     kept = kept_model(run.history, run.train_config)
@@ -313,10 +313,16 @@ def results(run: Run, run_path: Path | None, probs: np.ndarray | None = None) ->
         if probs is None or len(probs) != len(texts):
             probs = run.predict_proba(texts)  # one batched pass
         m = metrics_from_probabilities(probs, labels, run.label_names)
-        c1, c2, c3 = st.columns(3)
+        verdict = learning_verdict(m.confusion, m.labels)
+        c1, c2, c3, c4 = st.columns(4)
         c1.metric("Validation accuracy", f"{m.accuracy:.1%}", help=f"Of the kept model: {kept}.")
-        c2.metric("Macro F1", f"{m.macro_f1:.3f}")
-        c3.metric("Validation rows", m.n)
+        if verdict is not None:
+            c2.metric("Majority class", f"{verdict.majority_share:.1%}",
+                      help=f"Always answering “{verdict.majority_label}” scores this, without reading a word.")
+        c3.metric("Macro F1", f"{m.macro_f1:.3f}")
+        c4.metric("Validation rows", m.n)
+        if verdict is not None and verdict.warn and not warned:
+            st.warning(verdict.message, icon=":material/warning:")
         st.caption(f"**Kept model: {kept}**, the one with {KEPT_BY_WORDS[run.train_config.keep_by]}; the figures below are its "
                    "own. " + (accuracy_note(int(np.trace(np.asarray(m.confusion))), m.n) if m.n else ""))
         a, b = st.columns(2)
@@ -325,8 +331,12 @@ def results(run: Run, run_path: Path | None, probs: np.ndarray | None = None) ->
                                   "support": m.support}).round(3), hide_index=True)
         _misclassified(run, texts, labels, probs)
     else:
-        st.info(f"This run had no validation share, so there are no validation metrics. Kept model: {kept}, the "
-                "last one (without validation rows there is no best epoch to go back to).")
+        share = run.train_config.val_fraction
+        why = ("This run had no validation share" if not share else  # set, but too few rows (TextDataset.split)
+               f"This run has no validation rows, though its validation share was {share:.0%}: too few rows to hold "
+               "any out (a class gives a validation row only from two rows on, as one always stays for training)")
+        st.info(f"{why}, so there are no validation metrics. Kept model: {kept}, the last one (without validation rows "
+                "there is no best epoch to go back to).")
     if run_path is not None and run_path.is_dir():  # (not deleted since from the runs list)
         # Zipped when clicked, not on every redraw of the page (its cost: benchmarks/README.md).
         st.download_button("⬇ Download run (.zip: model, config, history)", lambda: run_to_zip(run_path),
@@ -392,11 +402,14 @@ def _read_run_row(stamp: tuple) -> dict:
         r = read_run_summary(path)
     except InputError:
         return {"run": path.name, "status": "unreadable"}
-    trained, planned, acc = r.epochs_trained, r.epochs_planned, r.kept_val_accuracy
+    trained, planned, acc, verdict = r.epochs_trained, r.epochs_planned, r.kept_val_accuracy, r.verdict
     return {"run": r.name, "created": r.created, "status": r.status,
             "epochs": f"{trained} of {planned}" if trained < planned else f"{trained}",
             "kept model": f"epoch {r.kept_epoch}" if r.kept_epoch is not None else "–",
             "val accuracy (kept model)": f"{acc:.1%}" if acc is not None else "no validation",
+            # "–": no validation rows, or a run saved before its validation confusion was recorded
+            "majority class": f"{verdict.majority_share:.1%}" if verdict else "–",
+            "learned?": verdict.headline if verdict else "–",
             "layers×heads": f"{r.n_layers}×{r.n_heads}"}
 
 
@@ -482,10 +495,26 @@ def runs_manager(runs_dir: Path) -> None:
         both = st.multiselect("Compare two runs", names, max_selections=2, key="train_compare")
         if len(both) == 2:
             try:
-                curves = {n: load_run(runs_dir / n).history.epochs for n in both}
-                st.plotly_chart(figures.compare_curves(curves), key="train_compare_chart")
+                runs = {n: load_run(runs_dir / n) for n in both}
             except InputError as err:
                 st.error(f"{err}")
+            else:
+                if note := not_on_one_scale({n: r.label_names for n, r in runs.items()}):
+                    st.warning(note, icon=":material/balance:")
+                st.plotly_chart(figures.compare_curves({n: r.history.epochs for n, r in runs.items()}),
+                                key="train_compare_chart")
+
+
+def not_on_one_scale(labels: dict[str, Sequence[str]]) -> str | None:
+    """What a learner must know before comparing the curves of runs with different label sets (None when they
+    share one): a loss starts at ln k for k labels, and an accuracy is read against its own majority share."""
+    if len({frozenset(names) for names in labels.values()}) <= 1:
+        return None
+    said = "; ".join(f"“{n}”: {len(names)} labels, a guess's loss ln {len(names)} ≈ {math.log(len(names)):.2f}"
+                     for n, names in labels.items())
+    return ("These runs were trained on different labels, so their curves are not on one scale: a lower loss or a "
+            f"higher accuracy does not mean one learned more ({said}). Compare each run's accuracy with its own "
+            "majority share, in the table above.")
 
 
 def _rename(runs_dir: Path, old: str) -> None:

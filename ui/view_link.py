@@ -38,6 +38,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ui import state
+from ui.markup import escaped
 
 GLOBAL = ("w", "projector", "hide")  # parameters of every page, kept as they are (w: ui.common.TOKEN_PARAM)
 PRIVATE = ("w",)  # never in a link for someone else
@@ -134,7 +135,7 @@ class ViewLink:
     def notice(self, name: str, text: str, why: str) -> None:
         """One short notice about a parameter that was left out, its value shown as plain text."""
         self._left_out = True
-        self.notices.info(f"The link's `{_plain(name)}={_plain(text)}` was left out: {_escaped(why)}",
+        self.notices.info(f"The link's `{_plain(name)}={_plain(text)}` was left out: {escaped(why)}",
                           icon=":material/link_off:")
 
     def query(self, *, private: bool = True) -> dict[str, str]:
@@ -190,10 +191,14 @@ def refresh() -> None:
 
 
 def copy_link(url: str) -> None:
-    """The "Copy link to this view" control: the address in a code box, whose button copies it."""
+    """The "Copy link to this view" control: the address in a code box, whose button copies it. On a
+    shared server it says what the link does not carry (the workspace); on one's own, only what it does."""
+    from ui.workspace_views import shared_mode  # (light: no torch)
+
+    private = (" (not your workspace: a run of yours opens only for you, unless your teacher publishes it)"
+               if shared_mode() else "")
     with st.popover("Copy link to this view", icon=":material/link:", width="stretch"):
-        st.caption("Opens this page as you see it now (not your workspace: a run of yours opens only for you, "
-                   "unless your teacher publishes it). Copy it with the button at its right.")
+        st.caption(f"Opens this page as you see it now{private}. Copy it with the button at its right.")
         st.code(url, language=None, wrap_lines=True)
 
 
@@ -201,12 +206,6 @@ def _plain(text: str) -> str:
     """A value as it can sit in a code span: no backticks or line breaks, at most 40 characters."""
     flat = re.sub(r"[`\r\n\t]", " ", text)
     return flat if len(flat) <= 40 else f"{flat[:40]}… ({len(text):,} characters)"
-
-
-def _escaped(text: str) -> str:
-    """``text`` with every character Markdown (or Streamlit's ``:color[…]``, LaTeX) would act on escaped:
-    a reason may quote the value (a run's name)."""
-    return re.sub(r"([\\`*_\[\]{}()<>#+!|~$:&])", r"\\\1", text)
 
 
 def _encoded(query: Mapping[str, str]) -> str:

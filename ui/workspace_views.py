@@ -49,15 +49,27 @@ def sidebar() -> None:
                 st.logout()
         else:
             remembered = _remember_me(token)
-            st.caption("keep this link: it opens your runs" + (
-                " (this browser opens them in a new tab too)" if remembered else
-                "; a new tab without this link opens a new, empty workspace"))
+            st.caption(link_caption(empty=store.is_empty(workspace), remembered=remembered))
             st.code(private_link(st.context.url or "", token), language=None, wrap_lines=True)
             _remember_me_box()
             if providers:
                 _sign_in(providers)
         if common.is_teacher_visitor():
             _teacher_panel()
+
+
+def link_caption(*, empty: bool, remembered: bool) -> str:
+    """What the sidebar says above the private link. A mistyped link opens a workspace as new as a fresh
+    one (the server cannot tell them apart), so until the workspace holds something the caption says it
+    is new and empty, and how to get back to one's runs."""
+    if empty:
+        return ("This link opens a **new, empty workspace** (no runs yet). If you expected your runs, check the "
+                "link you were given: one wrong character opens an empty workspace like this one. Your own link "
+                "(or a browser where you ticked Remember me) opens them. If you are new, keep this link: it will "
+                "open the runs you train here.")
+    return "keep this link: it opens your runs" + (
+        " (this browser opens them in a new tab too)" if remembered else
+        "; a new tab without this link opens a new, empty workspace")
 
 
 def private_link(page_url: str, token: str) -> str:
@@ -137,7 +149,7 @@ def _teacher_panel() -> None:
         if own:
             name = st.selectbox("One of your runs", own, key="workspace_publish_pick")
             st.button("Publish", key="workspace_publish", on_click=_publish, args=(name,),
-                      help="Every learner sees a read-only copy, with your workspace's label.")
+                      help="Every learner sees a read-only copy, labelled as the teacher's.")
         else:
             st.caption("Train a run first: your own runs can be published.")
         for run in store.published_runs():

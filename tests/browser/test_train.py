@@ -91,3 +91,25 @@ def test_train_stop_midway_results_runs_list_rename_open_on_home(tmp_path):
         assert sidebar.get_by_role("combobox", name="Model").input_value() == "my-first-run"
         assert sidebar.get_by_text(re.compile(r"my-first-run · \d layers? × \d heads?")).count() == 1
         shot(page, "train_flow_home")
+
+
+def test_a_csv_over_the_upload_limit_is_refused_with_the_reason_as_text(tmp_path):
+    """The browser refuses a file over server.maxUploadSize itself; Streamlit wrote why only in a tooltip of the
+    file's chip (its text visually hidden, 1 × 1 px): the Train page shows it as text under the chip."""
+    big = tmp_path / "big.csv"
+    row = b"a good film,1\n"
+    big.write_bytes(b"text,label\n" + row * (26 * 1024 * 1024 // len(row)))  # 26 MB, over the 25 MB limit
+    with app_server(tmp_path / "runs", env={"ATTENTION_PLAYGROUND_CACHE": str(tmp_path / "cache")}) as url, \
+            browser_page() as page:
+        page.goto(f"{url}/Train")
+        main = page.get_by_test_id("stMain")
+        main.get_by_text("Upload a CSV").click()
+        main.get_by_text("CSV with a text column").wait_for()
+        page.locator("[data-testid=stFileUploaderDropzoneInput][accept*='.csv']").set_input_files(str(big))
+        reason = main.get_by_test_id("stFileChip").locator("[role=alert]")
+        reason.wait_for()
+        assert "File must be 25.0MB or smaller" in reason.inner_text()
+        box, name = reason.bounding_box(), main.get_by_test_id("stFileChipName").bounding_box()
+        assert box["width"] > 150 and box["height"] > 10, box  # a line of text one can read
+        assert box["y"] >= name["y"] + name["height"]  # under the file's name, not on it
+        no_traceback(page)

@@ -138,7 +138,7 @@ def test_shared_mode_links_to_published_and_private_runs(tmp_path):
     teacher, _ = store.for_token(None)
     teacher.runs_dir.mkdir(parents=True)
     shutil.copytree(ROOT / "data" / "default_run", teacher.runs_dir / "demo")
-    published = f"📌 demo — by {store.publish(teacher, 'demo').label}"
+    published = store.publish(teacher, "demo").choice
     env = {"ATTENTION_PLAYGROUND_SHARED": "1", "ATTENTION_PLAYGROUND_CACHE": str(tmp_path / "cache")}
 
     with app_server(runs, env=env, timeout=120) as url, sync_playwright() as pw, launch_chromium(pw) as browser:
@@ -166,7 +166,7 @@ def test_shared_mode_links_to_published_and_private_runs(tmp_path):
         link = copy_link(alice)
         assert params(link) == {"run": "alice-run"} and token not in link
         bob.goto(link)
-        bob.get_by_text(re.compile(r"the run 'alice-run' is private")).wait_for()
+        bob.get_by_text(re.compile(r"no run named 'alice-run' in this workspace")).wait_for()  # as if it did not exist
         expect(bob.get_by_test_id("stSidebar").get_by_role("combobox", name="Model", exact=True)).to_have_value(BUNDLED)
         assert "alice-run" not in picker_options(bob)
         alice.goto(f"{alice_link}&run=alice-run&head=3")  # her own link: her own run

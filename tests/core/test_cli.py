@@ -11,12 +11,14 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from attention_core.run_folders import list_runs
 from attention_core.runs import load_run
 from attention_core.workspaces import WorkspaceStore
 from tests.helpers.cli import cli_process
+from tests.helpers.tiny_data import labels_without_meaning
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -77,6 +79,8 @@ def test_predict_with_heads_knocked_out(cli, trained, mode):
     out = last_json(r.stdout)
     assert out["knocked_out"] == ["1.1", "1.2", "pooling.1", "pooling.2"] and out["knock_out_mode"] == mode
     assert out["probabilities"] != plain["probabilities"]
+    how = "output removed" if mode == "zero" else "attending equally to every word"
+    assert f"heads knocked out ({mode}: {how}): 1.1, 1.2, pooling.1, pooling.2" in r.stderr  # layer 1's too
     if mode == "zero":
         assert "Pooling, the word each head attends to most:\n  head 1: knocked out\n  head 2: knocked out" in r.stderr
         assert not np.any(out["attention"])
@@ -89,7 +93,8 @@ def test_predict_with_the_first_layer_knocked_out_leaves_the_pooling_map_on(cli,
     assert r.returncode == 0, r.stderr
     attention = np.asarray(last_json(r.stdout)["attention"])  # (maps, H, T, T)
     assert not np.any(attention[0]) and np.allclose(attention[1].sum(-1), 1)
-    assert "Pooling, the word each head attends to most:" in r.stderr and "knocked out" not in r.stderr
+    assert "Pooling, the word each head attends to most:" in r.stderr and ": knocked out" not in r.stderr
+    assert "heads knocked out (zero: output removed): 1.1, 1.2\n" in r.stderr
 
 
 def test_explain_prints_every_method_and_how_faithful_it_is(cli, trained):
@@ -155,6 +160,59 @@ def test_evaluate_with_other_column_names(cli, trained, tmp_path):
     out = last_json(r.stdout)
     assert out["n"] == 3 and 0.0 <= out["accuracy"] <= 1.0 and 0.0 <= out["macro_f1"] <= 1.0
     assert sum(map(sum, out["confusion"])) == 3
+    assert out["left_out"] == 0 and "left out" not in r.stderr
+
+
+def test_evaluate_says_how_many_rows_it_left_out_and_why(cli, trained, tmp_path):
+    csv = tmp_path / "some_unreadable.csv"
+    csv.write_text("text,label\ni love this speaker,positive\nxqzzy blorfl,negative\nit is ok,neutral\n"
+                   "qqzzx,positive\n")
+    r = cli("evaluate", str(trained), str(csv))
+    assert r.returncode == 0, r.stderr
+    out = last_json(r.stdout)
+    assert out["n"] == 2 and out["left_out"] == 2 and sum(map(sum, out["confusion"])) == 2
+    assert "scored 2 of 4 rows: 2 left out, with no word the run knows" in r.stderr
+    assert "'xqzzy blorfl'; 'qqzzx'" in r.stderr  # which ones, for the user to look at
+
+
+def test_every_option_of_every_command_says_what_it_does():
+    from attention_core.cli import _parser
+
+    commands = next(a for a in _parser()._actions if a.dest == "command").choices
+    silent = [f"{name} {option}" for name, command in commands.items() for action in command._actions
+              for option in action.option_strings[:1] if not action.help]
+    assert silent == []
+
+
+def test_a_missing_run_points_to_the_bundled_run_and_the_installed_command(cli, tmp_path):
+    from attention_core.run_folders import BUNDLED_RUN
+
+    r = cli("predict", "data/default_run", "the food was good", cwd=tmp_path)  # the README's path, from elsewhere
+    assert r.returncode == 2
+    assert f"run directory not found: data/default_run — the bundled run is {BUNDLED_RUN};" in r.stderr
+    assert "`attention-playground train CSV --out DIR`" in r.stderr
+    assert cli("predict", str(BUNDLED_RUN), "the food was good", cwd=tmp_path).returncode == 0  # and it is there
+
+
+def test_a_run_that_learned_nothing_says_so_in_the_summary_and_evaluate_too(cli, tmp_path):
+    texts, labels = labels_without_meaning()  # 60 % "yes" at random: nothing in the words to learn
+    csv = tmp_path / "meaningless.csv"
+    pd.DataFrame({"text": texts, "label": labels}).to_csv(csv, index=False)
+    r = cli("train", str(csv), "--out", str(tmp_path / "run"), "--epochs", "2", "--layers", "1", "--heads", "2",
+            "--batch-size", "8", "--val-fraction", "0.4", "--threads", "1", "--quiet")
+    assert r.returncode == 0, r.stderr
+    summary = last_json(r.stdout)
+    assert summary["majority_label"] == "yes" and summary["majority_share"] == 0.6  # 24 of the 40 validation rows
+    assert summary["learned"] is False and summary["verdict"] in ("nothing", "unclear")
+    assert summary["val_accuracy"] <= 0.6 or summary["verdict"] == "unclear"
+    assert "beyond always answering “yes”" in r.stderr and "Try more rows, more epochs, or another preset." in r.stderr
+
+    r = cli("evaluate", str(tmp_path / "run"), str(csv))
+    assert r.returncode == 0, r.stderr
+    out = last_json(r.stdout)
+    assert out["n"] == 100 and out["majority_label"] == "yes" and out["majority_share"] == 0.6
+    assert out["learned"] == (out["verdict"] == "learned") and "always answering “yes”" in r.stderr
+    assert "100 rows" in r.stderr or "of the rows" in r.stderr  # the evaluated rows, not "validation rows"
 
 
 BAD_INPUT = [

@@ -186,6 +186,23 @@ def test_detect_label_by_name_text_by_content() -> None:
     assert detect_columns(df)[:2] == ("words", "label")
 
 
+def test_a_column_of_words_naming_the_numeric_labels_one_for_one_is_the_label_column(tmp_path: Path) -> None:
+    """``label_name`` (negative, positive) beside ``label`` (0, 1): the words are the labels, the numbers stay
+    a choice; a column that does not map one for one, a given column or sentences leave the numbers."""
+    content = (b"text,label,label_name,source\n"
+               b"so good,1,positive,amazon\nso bad,0,negative,imdb\nfine then,1,positive,yelp\nawful,0,negative,imdb\n")
+    ds = load_dataset(write(tmp_path, content))
+    assert ds.report.label_column == "label_name" and ds.label_names == ("negative", "positive")
+    assert ds.report.label_column_reason == "names the numbers of 'label' one for one (0 = negative, 1 = positive)"
+    assert load_dataset(content, label_col="label").label_names == ("0", "1")  # a given column wins
+    df = pd.DataFrame({"text": ["so good", "so bad", "fine", "awful"], "label": ["1", "0", "1", "0"],
+                       "label_name": ["positive", "negative", "positive", "bad"]})  # 0 is two words
+    assert detect_columns(df)[1] == "label"
+    df = pd.DataFrame({"label": ["1", "0", "2"], "note": ["what a good film", "a bad one, sadly", "it was fine ok"],
+                       "text": ["good film indeed so", "bad film it was", "ok film i guess"]})  # sentences, not names
+    assert detect_columns(df)[1] == "label"
+
+
 def test_overrides(tmp_path: Path) -> None:
     content = (b"text,label,notes,mood\n"
                b"id1,pos,great stuff here,happy\nid2,neg,awful,sad\nid3,pos,fine,happy\n")

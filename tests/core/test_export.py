@@ -20,6 +20,22 @@ def test_attention_csv_has_a_row_per_layer_head_query_and_key():
     assert rows[1][:6] == ["1", "1", "0", "not", "0", "not"] and rows[-1][:6] == ["2", "4", "2", "good", "2", "good"]
 
 
+def test_a_pooling_attention_s_map_is_one_row_per_head_and_word_named_pooling():
+    """Was: written as "layer 3" (after 2 layers), its one row repeated for every word as a query."""
+    tokens = ["not", "good", "."]
+    rng = np.random.default_rng(1)
+    layers = rng.dirichlet(np.ones(3), size=(2, 4, 3))  # (L=2, H=4, T=3, T=3)
+    pooling = np.repeat(rng.dirichlet(np.ones(3), size=(1, 4, 1)), 3, axis=2)  # (1, H, T, T): T identical rows
+    rows = list(csv.reader(io.StringIO(attention_csv(tokens, np.concatenate([layers, pooling]), n_layers=2))))
+    assert len(rows) == 1 + 2 * 4 * 3 * 3 + 4 * 3
+    assert {r[0] for r in rows[1:]} == {"1", "2", "pooling"}
+    pooled = [r for r in rows[1:] if r[0] == "pooling"]
+    assert [(r[1], r[2], r[3], r[4], r[5]) for r in pooled[:3]] == [("1", "", "pooling query", str(k), tokens[k]) for k in range(3)]
+    for _, head, _, _, key, _, weight in pooled:
+        assert abs(float(weight) - pooling[0, int(head) - 1, 0, int(key)]) <= 5e-6
+    assert attention_csv(tokens, layers, n_layers=2) == attention_csv(tokens, layers)  # no pooling map: as before
+
+
 def test_file_stem():
     assert file_stem("The food was NOT good, at all!") == "the-food-was-not-good-at-all"
     assert file_stem("¿?") == "sentence"

@@ -15,12 +15,15 @@ from attention_core.faithfulness import (
     METHODS,
     Method,
     SentenceContext,
+    _evaluation,
     _permute_last_layer,
     attention_flow,
     available_methods,
+    eraser_ks,
     knock_out,
     register,
     run_report,
+    run_side_by_side,
     sentence_lab,
 )
 from attention_core.map_names import head_name, parse_heads
@@ -380,3 +383,61 @@ def test_the_lab_and_the_report_read_a_model_that_pools_by_attention(bundled):
     texts, labels = bundled.validation
     report = run_report(model, bundled.encoder, bundled.label_names, texts[:5], labels[:5], methods=["attention"])
     assert np.array(report.head_accuracy).shape == (cfg.n_layers + 1, cfg.n_heads)
+
+
+# --- many sentences side by side -------------------------------------------------------------------
+
+
+def differences(a, b, path: str = "") -> list[str]:
+    """Where two reports' dicts differ: numbers by more than 1e-5, anything else at all."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        return [d for k in a for d in differences(a[k], b[k], f"{path}.{k}")]
+    if isinstance(a, list):
+        assert len(a) == len(b), path
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{path}[{i}]")]
+    if isinstance(a, float) and isinstance(b, float):
+        return [] if abs(a - b) <= 1e-5 else [f"{path}: {a} != {b}"]
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+
+
+def test_the_model_gives_a_padded_sentence_the_numbers_it_gives_it_alone(bundled):
+    texts = ["good", "the food was not good at all", "a great movie with bad music, a dull story and NO plot"]
+    batch = bundled.encoder.collate([bundled.encoder.encode(t) for t in texts])
+    with evaluating(bundled.model):
+        logits, attention = bundled.model(batch.ids, batch.mask, batch.extra, batch.casing)  # padded to the longest
+    for i, text in enumerate(texts):
+        alone = bundled.forward(text)
+        t = len(alone.encoded.ids)
+        assert torch.allclose(torch.softmax(logits[i], -1), alone.probabilities, atol=1e-5)
+        assert torch.allclose(attention[:, i, :, :t, :t], alone.attention, atol=1e-5)
+
+
+def test_sentences_side_by_side_get_the_numbers_they_get_alone(bundled):
+    texts, labels = bundled.validation
+    picked = sorted(range(len(texts)), key=lambda i: len(texts[i]))[::50]  # 12, from the shortest to the longest
+    lengths = [len(bundled.encoder.encode(texts[i]).ids) for i in picked]
+    assert max(lengths) >= 4 * min(lengths)  # padding, a lot of it
+    args = (bundled.model, bundled.encoder, bundled.label_names, [texts[i] for i in picked], [labels[i] for i in picked])
+    alone = run_report(*args, n_permutations=5, sentences_per_pass=1).to_dict()
+    together = run_report(*args, n_permutations=5, sentences_per_pass=12).to_dict()
+    assert differences(alone, together) == []
+    assert together["n"] == 12 and len(together["permutation_tvd"]) == 12
+
+
+def test_the_report_reads_erasers_bins_off_the_curves_as_the_whole_curves_have_them(bundled):
+    """The report computes each curve at ERASER's bins alone: the same numbers as the lab's whole curves."""
+    methods = available_methods(bundled.model, ["attention", "leave_one_out", "grad_x_input"])
+    contexts = [context(bundled, SENTENCE, seed=4), context(bundled, SENTENCE, seed=4)]
+    whole, bins = run_side_by_side(contexts, [_evaluation(contexts[0], methods, 5, 3),
+                                              _evaluation(contexts[1], methods, 5, 3, whole_curves=False)])
+    t = contexts[0].n_tokens
+    ks = sorted(set(eraser_ks(t)))
+    assert len(ks) < t + 1
+    for name in whole["deletion"]:
+        for curves in ("deletion", "insertion"):
+            assert bins[curves][name][ks] == pytest.approx(whole[curves][name][ks], abs=1e-6)
+            assert np.isnan(np.delete(bins[curves][name], ks)).all()  # never computed
+        assert bins["comprehensiveness"][name] == pytest.approx(whole["comprehensiveness"][name], abs=1e-6)
+        assert bins["sufficiency"][name] == pytest.approx(whole["sufficiency"][name], abs=1e-6)
+    assert bins["permutation_tvd"] == pytest.approx(whole["permutation_tvd"], abs=1e-6)

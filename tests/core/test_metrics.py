@@ -1,11 +1,16 @@
-"""attention_core.metrics.spearman and kendall against values worked out by hand (no scipy)."""
+"""attention_core.metrics: spearman and kendall against values worked out by hand (no scipy), and the verdict on
+whether a model learned more than always answering the majority class (LearningVerdict), from confusions worked
+out by hand and from real trainings."""
 
 import math
+from dataclasses import asdict
 
 import numpy as np
 import pytest
 
-from attention_core.metrics import kendall, spearman
+from attention_core import EpochRecord, History, ModelConfig, TrainConfig, Trainer, dataset_from_lists
+from attention_core.metrics import ADVICE, kendall, learning_verdict, run_verdict, spearman, verdict_fields, wilson_interval
+from tests.helpers.tiny_data import labels_without_meaning
 
 
 def test_spearman_one_swap():
@@ -50,3 +55,82 @@ def test_kendall_is_tau_b_with_ties():
     assert kendall([1, 1, 1], [1, 2, 3]) is None and kendall([1], [2]) is None
     with pytest.raises(ValueError, match="same length"):
         kendall([1, 2], [1, 2, 3])
+
+
+# -- the verdict: learned, or nothing beyond the majority class ------------------------------------------
+def test_a_constant_predictor_learned_nothing_and_predicts_one_class():
+    v = learning_verdict([[0, 35], [0, 45]], ["negative", "positive"])  # every row said "positive"
+    assert (v.n, v.correct, v.majority_label, v.majority_share) == (80, 45, "positive", 45 / 80)
+    assert (v.predicted_label, v.predicted_share) == ("positive", 1.0)
+    assert v.verdict == "nothing" and not v.learned and v.one_class and v.warn
+    assert v.message == ("The model learned nothing beyond always answering “positive” (56% of the validation rows): "
+                         "accuracy 56.2% vs majority 56.2%. It predicts “positive” for every validation row. " + ADVICE)
+    assert v.headline == "learned nothing beyond “positive”; predicts “positive” for 100%"
+    assert verdict_fields(v) == {"majority_label": "positive", "majority_share": 0.5625, "predicted_label": "positive",
+                                 "predicted_share": 1.0, "learned": False, "verdict": "nothing"}
+
+
+def test_a_mixed_predictor_below_the_majority_share_learned_nothing_either():
+    v = learning_verdict([[10, 22], [14, 34]], ["negative", "positive"])  # 44 of 80 right; "positive" 48 of 80
+    assert v.accuracy == pytest.approx(0.55) and v.majority_share == pytest.approx(0.6)
+    assert v.verdict == "nothing" and not v.one_class  # 70 % "positive": not one class
+    assert "It predicts" not in v.message and v.message.endswith(ADVICE)
+
+
+def test_a_good_predictor_learned_and_is_not_warned():
+    v = learning_verdict([[40, 10], [8, 42]], ["neg", "pos"])
+    assert v.verdict == "learned" and v.learned and not v.warn and not v.one_class
+    low, high = wilson_interval(82, 100)
+    assert v.interval == (low, high) and low > v.majority_share == 0.5
+    assert ADVICE not in v.message and f"95% interval {low:.0%}–{high:.0%} over 100 validation rows" in v.message
+    assert v.headline == "learned"
+
+
+def test_on_a_tiny_validation_set_a_lead_within_chance_is_no_sign_of_learning():
+    # 5 of 6 right against a majority of 4 of 6: 17 points above it, but one sentence is 17 points here.
+    tiny = learning_verdict([[4, 0], [1, 1]], ["a", "b"])
+    assert tiny.accuracy > tiny.majority_share and tiny.interval[0] <= tiny.majority_share
+    assert tiny.verdict == "unclear" and tiny.warn
+    assert "no clear sign of learning beyond always answering “a”" in tiny.message and "on 6 validation rows" in tiny.message
+    assert tiny.headline == "no clear gain over “a”"
+    # The same shares on 600 rows: the interval is narrow enough for them to show learning.
+    large = learning_verdict([[400, 0], [100, 100]], ["a", "b"])
+    assert (large.accuracy, large.majority_share) == (tiny.accuracy, tiny.majority_share)
+    assert large.verdict == "learned"
+
+
+def test_predicting_one_class_is_said_only_where_the_labels_are_more_mixed():
+    skewed = learning_verdict([[0, 3], [0, 97]], ["rare", "common"])  # the labels are 97 % one class themselves
+    assert skewed.predicted_share == 1.0 and not skewed.one_class and skewed.verdict == "nothing"
+    assert "It predicts" not in skewed.message
+    mixed = learning_verdict([[1, 9], [0, 90]], ["rare", "common"])  # 90 % "common", 99 % predicted so
+    assert mixed.predicted_share == 0.99 and mixed.one_class
+    assert "It predicts “common” for 99% of the validation rows." in mixed.message
+
+
+def test_no_rows_no_verdict_and_a_confusion_of_the_wrong_shape_is_an_error():
+    assert learning_verdict(None, ["a", "b"]) is None and learning_verdict([[0, 0], [0, 0]], ["a", "b"]) is None
+    assert verdict_fields(None) == dict.fromkeys(verdict_fields(learning_verdict([[1, 0], [0, 1]], ["a", "b"])))
+    with pytest.raises(ValueError, match="must be 3×3"):
+        learning_verdict([[1, 0], [0, 1]], ["a", "b", "c"])
+
+
+def test_a_run_records_its_validation_confusion_and_one_on_meaningless_labels_learned_nothing(emb):
+    texts, labels = labels_without_meaning()
+    tc = TrainConfig(epochs=2, batch_size=8, val_fraction=0.4, snapshots=0)
+    trainer = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32), tc, dataset_from_lists(texts, labels), emb)
+    run = trainer.run()
+    for record in run.history.epochs:  # the confusion is of the rows the accuracy was measured on
+        confusion = np.array(record.val_confusion)
+        assert confusion.sum() == 40 and np.trace(confusion) / 40 == pytest.approx(record.val_accuracy)
+        assert confusion.sum(1).tolist() == [16, 24]  # "no", "yes": the validation rows' labels
+    v = run_verdict(run.history, run.label_names)
+    assert v.majority_label == "yes" and v.majority_share == 0.6 and not v.learned and v.warn
+    assert History.from_dict(run.history.to_dict()).kept_record.val_confusion == run.history.kept_record.val_confusion
+
+
+def test_a_run_saved_before_the_confusion_was_recorded_gets_no_verdict():
+    old = asdict(EpochRecord(1, 0.5, 0.5, 0.4, 0.8, 1.0, 10.0, 0.7))
+    del old["val_confusion"]
+    history = History.from_dict({"epochs": [old], "best_epoch": 1})
+    assert history.kept_record.val_confusion is None and run_verdict(history, ["a", "b"]) is None

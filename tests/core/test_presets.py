@@ -97,3 +97,15 @@ def test_presets_are_named_by_their_key() -> None:
         assert p.name == name and p.label and p.help
         assert "\n" not in p.summary and "|" not in p.summary  # one line, and a table cell
     assert len({p.label for p in PRESETS.values()}) == len(PRESETS)
+
+
+def test_printing_the_table_is_quiet_on_stderr() -> None:
+    """``python -m attention_core.presets`` (the README's command) prints the table and nothing else: no runpy
+    warning, which would come if importing the package imported the presets module first."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-W", "default", "-m", "attention_core.presets"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stderr == ""
+    assert out.stdout.strip() == presets.markdown_table()

@@ -18,8 +18,18 @@ from attention_core import AttentionClassifier, EpochRecord, History, load_run, 
 from attention_core.errors import ConfigError, EmbeddingError
 from attention_core.faithfulness import knock_out
 from attention_core.map_names import parse_heads
-from attention_core.quiz import EARLY_EPOCH, MARGINS, NO, PROBABILITY_RANGES, YES, Question, next_question, questions
-from attention_core.run_folders import read_history
+from attention_core.quiz import (
+    EARLY_EPOCH,
+    MARGINS,
+    NO,
+    PROBABILITY_RANGES,
+    YES,
+    ComparedRun,
+    Question,
+    compared_runs,
+    next_question,
+    questions,
+)
 from attention_core.text import tokenize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,31 +124,67 @@ def history(*losses: float) -> History:
     return History(epochs=[EpochRecord(i + 1, loss, 0.5, None, None, float(i), 100.0) for i, loss in enumerate(losses)])
 
 
+def compared(*losses: float, labels: tuple[str, ...] = ("neg", "pos"), confusion: list | None = None) -> ComparedRun:
+    """A run with these training losses and labels; ``confusion``: its kept (last) epoch's validation confusion."""
+    h = history(*losses)
+    h.kept_epoch = len(losses)
+    h.epochs[-1].val_confusion = confusion
+    return ComparedRun(h, labels)
+
+
 def test_which_run_learned_faster_compares_the_training_loss_after_the_same_early_epoch(bundled):
-    runs = {"slow": history(0.9, 0.8, 0.7, 0.1), "fast": history(0.9, 0.5, 0.3, 0.29), "short": history(0.6, 0.55)}
+    runs = {"slow": compared(0.9, 0.8, 0.7, 0.1), "fast": compared(0.9, 0.5, 0.3, 0.29), "short": compared(0.6, 0.55)}
     qs = questions(bundled, SENTENCES[0], np.random.default_rng(0), runs=runs, kinds=["learned_faster"])
     found = {frozenset(q.options): q for q in qs}
     assert set(found) == {frozenset(("slow", "fast")), frozenset(("slow", "short")), frozenset(("fast", "short"))}
     for pair, q in found.items():
-        epoch = min(EARLY_EPOCH, *(len(runs[n].epochs) for n in pair))
-        assert q.answer == min(pair, key=lambda n: runs[n].epochs[epoch - 1].train_loss)
+        epoch = min(EARLY_EPOCH, *(len(runs[n].history.epochs) for n in pair))
+        assert q.answer == min(pair, key=lambda n: runs[n].history.epochs[epoch - 1].train_loss)
         assert f"after epoch {epoch}" in q.text
         assert q.view.page == "Train" and params(q)["compare"] in (",".join(sorted(pair)),)
     assert found[frozenset(("slow", "fast"))].answer == "fast"  # after epoch 3, though "slow" ends lower
     assert found[frozenset(("fast", "short"))].answer == "fast"  # epoch 2 of each: 0.5 against 0.55
     assert questions(bundled, SENTENCES[0], np.random.default_rng(0), runs={"slow": runs["slow"]},
                      kinds=["learned_faster"]) == []  # one run: nothing to compare
-    even = {"a": history(0.5, 0.4, 0.3), "b": history(0.5, 0.4, 0.299)}
+    even = {"a": compared(0.5, 0.4, 0.3), "b": compared(0.5, 0.4, 0.299)}
     assert questions(bundled, SENTENCES[0], np.random.default_rng(0), runs=even, kinds=["learned_faster"]) == []
 
 
-def test_histories_read_from_run_folders_give_the_same_question(bundled, tmp_path):
-    runs = {}
+def learned_faster(bundled, runs: dict[str, ComparedRun]) -> list[Question]:
+    return questions(bundled, SENTENCES[0], np.random.default_rng(0), runs=runs, kinds=["learned_faster"])
+
+
+def test_runs_with_other_labels_are_never_compared_by_their_training_loss(bundled):
+    # The issue's pair: a 2-class run's 0.674 against a 4-class run's 1.082 (a loss starts near ln C).
+    four = ("anger", "fear", "joy", "sadness")
+    two_and_four = {"two": compared(0.69, 0.68, 0.674), "four": compared(1.38, 1.2, 1.082, labels=four)}
+    assert learned_faster(bundled, two_and_four) == []
+    # The same labels (in another order) are compared, and a third run of four classes only with "four".
+    same = {**two_and_four, "two-again": compared(0.69, 0.6, 0.5, labels=("pos", "neg")),
+            "four-again": compared(1.38, 1.3, 1.25, labels=tuple(reversed(four)))}
+    pairs = {frozenset(q.options): q.answer for q in learned_faster(bundled, same)}
+    assert pairs == {frozenset(("two", "two-again")): "two-again", frozenset(("four", "four-again")): "four"}
+
+
+def test_a_run_that_learned_nothing_is_never_named_the_one_that_learned_faster(bundled):
+    nothing = [[0, 35], [0, 45]]  # every validation row said "pos"
+    runs = {"learned-nothing": compared(0.69, 0.68, 0.674, confusion=nothing),
+            "learned": compared(0.69, 0.75, 0.80, confusion=[[30, 5], [6, 39]])}
+    assert learned_faster(bundled, runs) == []
+    runs["learned"] = compared(0.69, 0.6, 0.5, confusion=[[30, 5], [6, 39]])  # the lower loss is the learning run's
+    (q,) = learned_faster(bundled, runs)
+    assert q.answer == "learned"
+
+
+def test_runs_read_from_run_folders_give_the_same_question(bundled, tmp_path):
     for name, losses in {"a": (0.7, 0.6, 0.5), "b": (0.7, 0.4, 0.2)}.items():
-        path = save_run(replace(bundled, history=history(*losses)), tmp_path / name)
-        runs[name] = read_history(path)
-        assert [e.train_loss for e in runs[name].epochs] == list(losses)
-    (q,) = questions(bundled, SENTENCES[0], np.random.default_rng(0), runs=runs, kinds=["learned_faster"])
+        save_run(replace(bundled, history=history(*losses)), tmp_path / name)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "config.json").write_text("{")  # left out, not an error
+    runs = compared_runs(sorted(tmp_path.iterdir()))
+    assert sorted(runs) == ["a", "b"] and runs["a"].label_names == bundled.label_names
+    assert [e.train_loss for e in runs["b"].history.epochs] == [0.7, 0.4, 0.2]
+    (q,) = learned_faster(bundled, runs)
     assert q.answer == "b"
 
 

@@ -22,6 +22,7 @@ from attention_core.workspaces import (
     is_teacher_email,
     is_token,
     new_token,
+    published_name,
     teacher_emails,
     token_key,
     user_key,
@@ -204,6 +205,45 @@ def test_unpublish_removes_only_the_copy(tmp_path):
         store.unpublish("demo")
     store.publish(a, "demo")  # and again
     assert [p.name for p in store.published_runs()] == ["demo"]
+
+
+def test_a_published_run_is_labelled_as_the_teachers(tmp_path):
+    """Only the teacher publishes: learners read "by the teacher", not the label of the teacher's link's workspace."""
+    store = WorkspaceStore(tmp_path, shared=True)
+    teacher, _ = store.for_token(None)
+    ada = store.for_user("https://idp.example", "1", "Ada")
+    put_run(teacher.runs_dir, "demo")
+    put_run(ada.runs_dir, "hers")
+    assert teacher.label.startswith("learner ")
+    assert store.publish(teacher, "demo").choice == "📌 demo — by the teacher"
+    assert store.publish(ada, "hers").choice == "📌 hers — by the teacher (Ada)"
+    assert sorted(r.choice for r in store.published_runs()) == ["📌 demo — by the teacher", "📌 hers — by the teacher (Ada)"]
+    assert [published_name(r.choice) for r in store.published_runs()] == [r.name for r in store.published_runs()]
+    assert published_name("demo") is None and published_name(None) is None
+
+
+def test_a_link_to_another_workspaces_run_is_answered_as_a_run_that_does_not_exist(tmp_path):
+    store, alice, bob = two_workspaces(tmp_path)
+    put_run(bob.runs_dir, "mine")
+    with pytest.raises(RunError) as nobody_has_it:
+        store.run_from_link(bob, "alice-run")
+    put_run(alice.runs_dir, "alice-run")
+    with pytest.raises(RunError) as alice_has_it:
+        store.run_from_link(bob, "alice-run")
+    answer = str(alice_has_it.value)
+    assert answer == str(nobody_has_it.value)
+    assert "mine" not in answer and alice.key not in answer  # no name of any workspace's
+    assert store.run_from_link(alice, "alice-run") == "alice-run"
+
+
+def test_a_workspace_is_empty_until_something_is_saved_in_it(tmp_path):
+    store = WorkspaceStore(tmp_path, shared=True)
+    a, _ = store.for_token(None)
+    assert store.is_empty(a)
+    a.runs_dir.mkdir(parents=True)
+    assert store.is_empty(a)
+    put_run(a.runs_dir, "demo")
+    assert not store.is_empty(a)
 
 
 def test_a_published_label_that_cannot_be_read_shows_as_unknown(tmp_path):

@@ -99,3 +99,10 @@ def track_jobs(at: AppTest, jobs: dict) -> None:
 
     at.session_state["followed_jobs"] = {key: server_registry().register("local", key, job, label=label, page=page)
                                          for key, (job, label, page) in jobs.items()}
+
+
+def ending_banners(at: AppTest) -> list[str]:
+    """The banner that says how a training ended, its first paragraph: green, or a warning when the run learned
+    nothing beyond always answering the majority class (its second paragraph says so: ui.train_views.finished). A
+    small run of a test, on few validation rows, may well be one."""
+    return [b.value.split("\n\n")[0] for b in (*at.success, *at.warning) if b.value.startswith("Training ")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 from attention_core import TextDataset, dataset_from_lists, load_embeddings
@@ -26,3 +27,14 @@ def vectors_file(path: Path, dim: int) -> Path:
     words = sorted({w for t in TEXTS for w in t.split()})
     path.write_text("".join(f"{w} {' '.join(f'{x:.5f}' for x in glove.vector(w)[:dim])}\n" for w in words))
     return path
+
+
+def labels_without_meaning(n: int = 100, seed: int = 0) -> tuple[list[str], list[str]]:
+    """``n`` sentences, each a :data:`POS` and a :data:`NEG` one joined, whose labels ("yes" for 60 %, "no" for
+    40 %) are shuffled at random: nothing in the words tells them apart, so a model can learn nothing beyond
+    always answering "yes"."""
+    rng = random.Random(seed)
+    texts = [f"{rng.choice(POS)} and {rng.choice(NEG)}" for _ in range(n)]
+    labels = ["yes"] * (n * 3 // 5) + ["no"] * (n - n * 3 // 5)
+    rng.shuffle(labels)
+    return texts, labels

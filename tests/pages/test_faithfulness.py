@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -79,7 +80,7 @@ def test_knocking_out_heads_changes_the_shown_probabilities_and_maps(bundled):
     assert shown != pytest.approx(bars(at, "faith_plain_probs"), abs=1e-4)  # the change is visible
     grid = live_chart(at, "faith_ko_grid")
     off = [a["text"] for a in grid["layout"]["annotations"] if "OFF" in a["text"]]
-    assert off == [f"<b>layer 1 · H{h} · OFF</b>" for h in range(1, 5)]
+    assert off == [f"<b>L1 · H{h} · OFF</b>" for h in range(1, 5)]  # named as every grid names its maps
     layer2 = 5  # the first map of layer 2 (4 heads and the average per row)
     assert not np.allclose(array(grid["data"][layer2]["z"]), array(plain_grid["data"][layer2]["z"]))  # later maps move
     assert np.allclose(array(grid["data"][0]["z"]), 0.0)  # a removed head's weights are 0
@@ -175,7 +176,7 @@ def test_a_pooling_attention_is_a_method_and_its_heads_can_be_knocked_out(bundle
     expected = pooled.predict(text, edit_attention=knock_out(off, pooled.model_config, "zero")).probabilities
     assert bars(at, "faith_ko_probs") == pytest.approx(expected, abs=1e-9)
     titles = [a["text"] for a in live_chart(at, "faith_ko_grid")["layout"]["annotations"]]
-    assert "<b>pooling · H1 · OFF</b>" in titles and "layer 2 · H1" in titles
+    assert "<b>Pooling · H1 · OFF</b>" in titles and "L2 · H1" in titles
 
     at.selectbox(key="faith_run").set_value("mean-pooled").run()  # 2 layers and mean pooling
     assert not at.exception and not at.error
@@ -220,12 +221,20 @@ def test_the_report_moves_a_progress_bar_through_both_stages(monkeypatch):
             return self.bar.empty()
 
     monkeypatch.setattr(st, "progress", lambda value, text=None: Spy(real(value, text=text)))
+    faithfulness_views.last_report_pace.clear()
     at = page()
+    before = " ".join(c.value for c in at.caption)
+    assert "shown as it runs, measured on this machine" in before and "minute" not in before  # nothing promised
     at.number_input(key="faith_report_n").set_value(3)
     at.button(key="faith_report_run").click().run()
     assert not at.exception and not at.error
     passes = 2 * 12 + 1  # every head on, each of the 12 alone (2 layers and the pooling attention), then the pruning steps
-    assert shown[0] == (1 / passes, f"1 of {passes} knock-out passes over the sentences")
+    assert shown[0][0] == 1 / passes  # the time left, measured as it runs (tests/ui/test_faithfulness_views.py)
+    assert re.fullmatch(rf"1 of {passes} knock-out passes over the sentences, about \d+ s left for them, then the "
+                        "sentences", shown[0][1])
     assert (1.0, f"{passes} of {passes} knock-out passes over the sentences") in shown
     assert shown[-1] == (1.0, "3 of 3 sentences scored by every method")
     assert not at.get("progress")  # gone once the report is shown
+    at.number_input(key="faith_report_n").set_value(2).run()  # another size: not made yet, so the caption again
+    after = " ".join(c.value for c in at.caption)
+    assert re.search(r"The last report on this server took \d+ s for 3 sentences: about \d+ s for 2", after), after

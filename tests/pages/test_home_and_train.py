@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core import load_embeddings, load_run
-from tests.helpers.apptest import live_chart, page_job
+from tests.helpers.apptest import ending_banners, live_chart, page_job
 
 TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,7 +34,7 @@ def test_home_new_sentence_new_heatmap_and_unknown_words_marked():
     assert live_chart(at, "home_heatmap")["data"][0]["x"] == ["what", "a", "<unk>", "great", "phone"]
     assert any("xqzzy" in c.value for c in at.caption)
     at.radio(key="home_head").set_value("Head 2").run()
-    assert "Head 2" in live_chart(at, "home_heatmap")["layout"]["title"]["text"]
+    assert live_chart(at, "home_heatmap")["layout"]["title"]["text"].startswith("Layer 1 · head 2")  # as Inspect writes it
 
 
 def test_home_all_unknown_sentence_is_a_clear_error():
@@ -130,7 +130,7 @@ def test_tiny_training_flow_completes_and_saves_a_run(runs_dir):
     assert (saved.train_config.sampling, saved.train_config.keep_by) == ("balanced", "macro_f1")
     assert saved.train_config.snapshots == 2  # the form's time-lapse moments: epochs 0 and 3, and the best one
     assert {0, 3} <= set(saved.snapshots) <= {0, 3, saved.history.kept_epoch}
-    assert any(s.value.startswith("Training finished") for s in at.success)
+    assert any(s.startswith("Training finished") for s in ending_banners(at))
     # the kept model is said to be the one the run kept it by (keep_by=macro_f1 above), not by its loss
     assert any("the one with the highest validation macro-F1" in c.value for c in at.caption)
     assert any(m.label == "Validation accuracy" for m in at.metric)
@@ -274,7 +274,7 @@ def test_choices_survive_a_visit_to_another_page(monkeypatch, runs_dir):
     assert at.number_input(key="train_default_c_layers").value == 1
     assert at.selectbox(key="train_default_c_pos").value == "learned"
     assert at.text_input(key="train_default_c_name_small.csv").value == "mine"
-    assert any(s.value.startswith("Training finished") for s in at.success)
+    assert any(s.startswith("Training finished") for s in ending_banners(at))
     assert (runs_dir / "mine" / "model.safetensors").is_file()
     at.switch_page("pages/2_Inspect.py").run()
     assert at.text_input(key="inspect_text").value == "a truly great film"
@@ -336,5 +336,34 @@ def test_home_says_which_words_the_bundled_model_read_with_their_capitals():
     assert live_chart(at, "home_heatmap")["data"][0]["x"][3] == "not"  # GloVe's lower-case word, as the model reads it
     said = [c.value for c in at.caption if "capitals" in c.value]
     assert len(said) == 1 and said[0].endswith(": NOT")
+    assert said[0].startswith("Read with capitals")
     at.text_input(key="home_text").input("the food was not good at all").run()
-    assert not [c.value for c in at.caption if "read with capitals" in c.value]
+    assert not [c.value for c in at.caption if "capitals" in c.value]
+
+
+def test_a_text_over_500_characters_is_cut_to_its_first_500_and_said(monkeypatch):
+    """Streamlit's max_chars refused a longer paste in the browser and left the box as it was, without a word:
+    the sentence boxes keep the first 500 characters and say so (ui.sentence_box), on Home and on a page whose
+    box keeps its value across pages (Inspect), without Streamlit's warning about a widget's value set twice."""
+    from streamlit.elements.lib import policies
+
+    monkeypatch.setattr(policies, "_shown_default_value_warning", False)
+    long_text = " ".join(["the film was good"] * 40)  # 719 characters
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    at.text_input(key="home_text").input(long_text).run()
+    assert not at.exception
+    assert at.text_input(key="home_text").value == long_text[:500]
+    assert [w.value for w in at.warning] == ["The text had 719 characters: the box keeps the first 500."]
+    assert at.subheader[0].value.startswith("Prediction: ")
+    at.text_input(key="home_text").input("a short one").run()  # the notice goes with the cut text
+    assert not at.warning
+
+    at.switch_page("pages/2_Inspect.py").run()
+    at.text_input(key="inspect_text").input(long_text + " indeed").run()
+    assert not at.exception
+    assert at.text_input(key="inspect_text").value == long_text[:500]
+    assert [w.value for w in at.warning] == ["The text had 726 characters: the box keeps the first 500."]
+    at.switch_page("app.py").run()
+    at.switch_page("pages/2_Inspect.py").run()  # kept across pages as cut
+    assert at.text_input(key="inspect_text").value == long_text[:500]
+    assert not policies._shown_default_value_warning

@@ -72,6 +72,15 @@ def test_typed_sentence_changes_the_tokens_shown(runs_dir: Path) -> None:
     assert zoom["data"][0]["y"] == zoom["data"][0]["x"] == ["i", "love", "this", "fantastic", "product"]
 
 
+def test_words_read_with_their_capitals_are_said_as_home_says_it(runs_dir: Path) -> None:
+    """Home wrote "Read with capitals", Inspect "read with capitals": one spelling, the core's (Encoded.notes)."""
+    at = page()
+    at.text_input(key="inspect_text").input("the food was NOT good at all").run()
+    assert not at.exception
+    said = [c.value for c in at.caption if "capitals" in c.value]
+    assert len(said) == 1 and said[0].startswith("Read with capitals (") and said[0].endswith(": NOT")
+
+
 def test_all_unknown_sentence_shows_an_error(runs_dir: Path) -> None:
     at = page()
     at.text_input(key="inspect_text").input("xqzzy qqqzz").run()
@@ -119,17 +128,18 @@ def test_time_lapse_plays_in_the_browser_and_marks_the_kept_epochs(runs_dir: Pat
     # (of 40 planned), and the kept epoch 8.
     assert list(maps) == ["0", "2", "5", "7", "8", "10", "12"]
     assert maps["12"].shape == (1, 7)  # it opens on the pooling attention's row (the last map)
-    assert not np.allclose(maps["0"], maps["12"])
-    assert np.allclose(array(fig["data"][0]["z"]), maps["12"])  # it opens on the last epoch
+    assert not np.allclose(maps["8"], maps["12"])
+    assert np.allclose(array(fig["data"][0]["z"]), maps["8"])  # it opens on the run's model, the one the page shows
     (buttons,) = fig["layout"]["updatemenus"]
     play = buttons["buttons"][0]
     assert play["label"] == "▶ Play" and play["method"] == "animate" and play["args"][0] is None
     assert play["args"][1]["frame"]["redraw"]  # heatmaps redraw on every frame
     (slider,) = fig["layout"]["sliders"]
-    assert slider["active"] == 6 and len(slider["steps"]) == 7
+    assert slider["active"] == 4 and len(slider["steps"]) == 7
     # Every frame is a kept epoch, named on the epoch axis right above the slider; the run's model (epoch 8,
     # lowest validation loss) has a star.
     assert fig["layout"]["xaxis3"]["ticktext"] == ["0", "2", "5", "7", "8★", "10", "12"]
+    assert fig["layout"]["xaxis3"]["tickvals"] == [0, 2, 5, 7, 8, 10, 12]  # spaced by the epochs' values
     captions = " ".join(c.value for c in at.caption)
     assert "The run's model has the weights of epoch 8 (lowest validation loss): epoch 8 (★) is that model." in captions
 
@@ -311,7 +321,7 @@ def test_the_time_lapse_plays_in_the_browser(server: str) -> None:
         settled(page)  # before ▶: a redraw in the middle would restart the figure
         lapse = main.locator(".js-plotly-plot", has_text="▶ Play")
         title = lapse.locator(".gtitle")
-        title.filter(has_text="Epoch 12").wait_for()  # opens on the last epoch
+        title.filter(has_text="Epoch 8").wait_for()  # opens on the run's model (epoch 8), the one the page shows
         seen = set()
         lapse.get_by_text("▶ Play").click()
         for _ in range(200):  # the frames change the title in the browser; no page run takes part

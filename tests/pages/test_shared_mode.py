@@ -50,12 +50,16 @@ def models(at: AppTest) -> list[str]:
     return list(at.selectbox(key="home_run").options)
 
 
+def captions(at: AppTest) -> str:
+    return "\n".join(c.value for c in at.caption)
+
+
 def test_two_visitors_never_see_each_others_runs_and_a_reload_keeps_them(root):
     a = visit()
     token_a = token_of(a)
-    assert any("keep this link" in c.value for c in a.caption)
     assert any(f"?w={token_a}" in c.value for c in a.code)
     put_run(root, token_a, "a-secret")
+    assert "keep this link: it opens your runs" in captions(a.run())
     b = visit()
     token_b = token_of(b)
     put_run(root, token_b, "b-own")
@@ -64,6 +68,20 @@ def test_two_visitors_never_see_each_others_runs_and_a_reload_keeps_them(root):
     assert "b-own" in models(b.run()) and "a-secret" not in models(b)
     again = visit(w=token_a)  # a reload, or the link opened later (nothing of A's is kept in memory)
     assert token_of(again) == token_a and "a-secret" in models(again) and "b-own" not in models(again)
+
+
+def test_a_link_to_an_empty_workspace_says_it_is_new_and_how_to_get_back(root):
+    """A mistyped token is as new as a fresh one: until the workspace holds something, the sidebar does
+    not promise that the link opens the learner's runs."""
+    a = visit()
+    put_run(root, token_of(a), "a-run")
+    mistyped = visit(w=token_of(a)[:-1] + ("B" if token_of(a)[-1] != "B" else "C"))
+    for empty in (visit(), mistyped):
+        text = captions(empty)
+        assert "new, empty workspace** (no runs yet)" in text and "check the link you were given" in text
+        assert "it opens your runs" not in text and "Remember me" in text
+    assert "keep this link: it opens your runs" in captions(visit(w=token_of(a)))
+    assert "new, empty workspace** (no runs yet)" not in captions(visit(w=token_of(a)))
 
 
 @pytest.mark.parametrize("bad", ["../../etc", "x" * 300, "short", "a" * 21 + "/"])
@@ -78,7 +96,7 @@ def test_a_malformed_token_is_a_fresh_workspace_not_an_error(root, bad):
     assert [p.name for p in (root / "workspaces").iterdir()] == [WorkspaceStore(root, shared=True).for_token(token_of(a))[0].key]
 
 
-def test_a_published_run_shows_for_others_read_only_with_the_authors_label(root):
+def test_a_published_run_shows_for_others_read_only_as_the_teachers_and_unpublishing_is_said(root):
     teacher = visit(teacher=TEACHER)
     token_t = token_of(teacher)
     assert "teacher" not in teacher.query_params  # taken out of the address once read
@@ -88,16 +106,33 @@ def test_a_published_run_shows_for_others_read_only_with_the_authors_label(root)
     teacher.button(key="workspace_publish").click().run()
     assert not teacher.exception and any("Published" in s.value for s in teacher.success)
     label = WorkspaceStore(root, shared=True).for_token(token_t)[0].label
-    shown = f"📌 demo — by {label}"
+    shown = "📌 demo — by the teacher"  # the teacher's role, not their workspace's label ("learner 1baf31")
     learner = visit()
     assert shown in models(learner) and "demo" not in models(learner)
-    assert token_t not in shown
+    assert token_t not in shown and label not in " ".join(models(learner))
     assert not [b for b in learner.button if b.key and b.key.startswith("workspace_")]  # no Publish / Unpublish
     learner.selectbox(key="home_run").set_value(shown).run()
     assert not learner.exception and learner.subheader[0].value.startswith("Prediction: ")
     assert WorkspaceStore(root, shared=True).for_token(token_of(learner))[0].runs_dir.exists() is False  # nothing of theirs
     teacher.button(key="workspace_unpublish_demo").click().run()
     assert shown not in models(learner.run())
+    assert [w.value for w in learner.warning] == [
+        "The run “demo” was unpublished by the teacher; showing **Bundled: default model on UCI sentences** instead."]
+    assert learner.selectbox(key="home_run").value == models(learner)[0] and not learner.exception
+    assert not learner.run().warning  # said once: the learner now looks at the bundled model
+
+
+def test_a_published_run_unpublished_while_a_learner_inspects_it_is_said_on_inspect_too(root):
+    teacher = visit(teacher=TEACHER)
+    put_run(root, token_of(teacher), "demo")
+    teacher.run().button(key="workspace_publish").click().run()
+    learner = visit(run="published:demo")
+    learner.switch_page("pages/2_Inspect.py").run()
+    assert not learner.exception and not learner.warning
+    teacher.button(key="workspace_unpublish_demo").click().run()
+    learner.run()
+    assert not learner.exception, learner.exception
+    assert any(w.value.startswith("The run “demo” was unpublished by the teacher") for w in learner.warning)
 
 
 def test_a_published_run_whose_vectors_moved_cannot_be_relinked_by_a_learner(root, tmp_path):
@@ -288,7 +323,7 @@ def test_a_teacher_by_email_publishes_and_a_learner_or_a_signed_out_visitor_is_n
     assert not ada.exception and any("Published" in s.value for s in ada.success)
     assert [r.label for r in WorkspaceStore(root, shared=True).published_runs()] == ["Ada"]
     learner = visit_as({**ADA, "sub": "cy-2", "name": "Cy", "email": "cy@school.example"}, secrets)
-    assert not teacher_panel(learner) and "📌 demo — by Ada" in models(learner)
+    assert not teacher_panel(learner) and "📌 demo — by the teacher (Ada)" in models(learner)
     ada.button(key="workspace_sign_out").click().run()
     assert not teacher_panel(ada.run())
 
@@ -317,6 +352,8 @@ def with_cookies(monkeypatch, cookies: dict[str, str]) -> None:
 
 def test_the_link_says_a_new_tab_without_it_opens_a_new_empty_workspace(root):
     at = visit()
+    put_run(root, token_of(at), "mine")
+    at.run()
     assert any("a new tab without this link opens a new, empty workspace" in c.value for c in at.caption)
     assert at.checkbox(key="workspace_remember").value is False and not scripts(at)  # opt-in: no cookie by default
 
@@ -324,6 +361,7 @@ def test_the_link_says_a_new_tab_without_it_opens_a_new_empty_workspace(root):
 def test_remember_me_writes_the_token_in_a_cookie_and_unticking_removes_only_that_one(root):
     at = visit()
     token = token_of(at)
+    put_run(root, token, "mine")
     at.checkbox(key="workspace_remember").check().run()
     [script] = scripts(at)
     assert f'document.cookie = "{COOKIE}={token}; Max-Age=2592000; Path=/; SameSite=Strict"' in script

@@ -14,8 +14,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core import ModelConfig, Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, save_run
+from attention_core.metrics import run_verdict
 from attention_core.run_folders import list_runs, run_to_zip
-from tests.helpers.apptest import fill_small_training, page_job, start_small_training
+from attention_core.training import TrainerSpec
+from runner.jobs import TrainingJob
+from tests.helpers.apptest import ending_banners, fill_small_training, page_job, start_small_training
+from tests.helpers.tiny_data import labels_without_meaning
 from ui.train_views import wilson_interval
 
 TIMEOUT = 90
@@ -57,6 +61,7 @@ def test_results_and_runs_list_give_the_kept_models_accuracy_and_say_which_epoch
     at = results_of(BUNDLED)
     assert not at.exception
     assert {m.label: m.value for m in at.metric}["Validation accuracy"] == "88.3%"
+    assert "Majority class" in {m.label for m in at.metric} and not at.warning  # it learned: no warning
     caption = next(c.value for c in at.caption if "Kept model" in c.value)
     assert "**Kept model: epoch 8 (stopped by patience 4 after 12 of 40 planned epochs)**" in caption
     assert "lowest validation loss" in caption
@@ -65,6 +70,51 @@ def test_results_and_runs_list_give_the_kept_models_accuracy_and_say_which_epoch
     row = runs_list(train_page())["bundled-copy"]
     assert row["val accuracy (kept model)"] == "88.3%"  # the results' figure, not the last epoch's 87.8 %
     assert row["kept model"] == "epoch 8" and row["epochs"] == "12 of 40"
+    assert row["majority class"] == row["learned?"] == "–"  # saved before the validation confusion was recorded
+
+
+# -- a run that learned nothing says so -----------------------------------------------------------------
+MEANINGLESS = (ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32),
+               TrainConfig(epochs=2, batch_size=8, val_fraction=0.4, snapshots=0))
+
+
+def test_a_run_that_learned_nothing_says_so_in_its_results_and_the_runs_list(runs_dir):
+    texts, labels = labels_without_meaning()  # 60 % "yes" at random
+    run = Trainer(*MEANINGLESS, dataset_from_lists(texts, labels), load_embeddings()).run(name="meaningless")
+    save_run(run, runs_dir / "meaningless")
+    verdict = run_verdict(run.history, run.label_names)
+    assert verdict.majority_share == 0.6 and verdict.warn  # the precondition: it learned nothing
+    at = results_of(runs_dir / "meaningless")
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Majority class"] == "60.0%" and metrics["Validation accuracy"] == f"{verdict.accuracy:.1%}"
+    assert [w.value for w in at.warning] == [verdict.message]  # the predictions made again say what was recorded
+    assert "beyond always answering “yes”" in verdict.message and verdict.message.endswith("or another preset.")
+    row = runs_list(train_page())["meaningless"]
+    assert row["majority class"] == "60.0%" and row["learned?"] == verdict.headline
+    assert row["learned?"].startswith(("learned nothing beyond “yes”", "no clear gain over “yes”"))
+
+
+def test_a_finished_training_that_learned_nothing_is_a_warning_not_a_success(runs_dir):
+    texts, labels = labels_without_meaning()
+    job = TrainingJob(TrainerSpec(*MEANINGLESS, dataset_from_lists(texts, labels), load_embeddings()), runs_dir,
+                      "meaningless")
+    job.start()
+    job.join(120)
+    assert job.done and job.state == "finished", job.message
+    verdict = run_verdict(job.run.history, job.run.label_names)
+
+    def script(job) -> None:
+        from ui import train_views
+
+        train_views.finished(job)
+
+    at = AppTest.from_function(script, args=(job,), default_timeout=TIMEOUT).run()
+    assert not at.exception
+    assert not at.success  # was: "Training finished: all 2 epochs. …" in green
+    assert [w.value for w in at.warning] == [  # once: the results below do not repeat it
+        f"Training finished: all 2 epochs. Saved as run `meaningless`.\n\n{verdict.message}"]
+    assert {m.label: m.value for m in at.metric}["Majority class"] == "60.0%"
 
 
 def tiny_run(path: Path, *, val_fraction: float, epochs: int = 3, planned: int | None = None) -> Run:
@@ -91,6 +141,19 @@ def test_a_run_without_validation_says_so_and_keeps_its_last_epoch(runs_dir):
     at = results_of(runs_dir / "no-val")
     assert not at.exception
     assert "no validation share" in at.info[0].value and "Kept model: epoch 3 of 3 (300 planned)" in at.info[0].value
+
+
+def test_a_run_too_small_to_hold_rows_out_says_why_it_has_no_validation(runs_dir):
+    """A two-row CSV with a validation share of 20 %: each class's one row stays for training. It said "no
+    validation share", as if none had been set."""
+    run = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32), TrainConfig(epochs=2, batch_size=2, val_fraction=0.2),
+                  dataset_from_lists(["a great movie", "a terrible movie"], ["pos", "neg"]), load_embeddings()).run()
+    assert run.validation == ((), ())
+    save_run(run, runs_dir / "two-rows")
+    info = results_of(runs_dir / "two-rows").info[0].value
+    assert "no validation share" not in info
+    assert "though its validation share was 20%: too few rows to hold any out" in info
+    assert "Kept model: epoch 2 of 2" in info
 
 
 # -- how sure the accuracy is ----------------------------------------------------------------------
@@ -175,8 +238,8 @@ def test_a_training_stopped_midway_reads_well_and_its_bar_stays_where_it_stopped
     at.run()
     assert not at.exception
     trained = job.status().epochs_recorded
-    assert [s.value for s in at.success] == [f"Training stopped after {trained} of 5000 epochs. Saved as run "
-                                             "`stopped-midway`."]  # was: "Training stopped. stopped by the user …"
+    assert ending_banners(at) == [f"Training stopped after {trained} of 5000 epochs. Saved as run "
+                                  "`stopped-midway`."]  # was: "Training stopped. stopped by the user …"
     bar = at.get("progress")[0].proto
     assert bar.value < 100 and bar.text.startswith(f"stopped · epoch {trained}/5000")  # was a full bar
 
@@ -184,13 +247,13 @@ def test_a_training_stopped_midway_reads_well_and_its_bar_stays_where_it_stopped
     at.text_input(key="train_rename_to").input("renamed").run()
     at.button(key="train_rename").click().run()
     assert not at.exception
-    assert at.success[0].value.endswith("Saved as run `renamed`.")
+    assert ending_banners(at)[0].endswith("Saved as run `renamed`.")
     assert at.get("download_button")[0].proto.label.startswith("⬇ Download run")
     at.selectbox(key="train_manage_pick").set_value("renamed").run()
     at.button(key="train_delete").click().run()
     at.button(key="train_delete_yes").click().run()
     assert not at.exception
-    assert at.success[0].value.endswith("Saved as run `renamed` (deleted since).") and not at.get("download_button")
+    assert ending_banners(at)[0].endswith("Saved as run `renamed` (deleted since).") and not at.get("download_button")
 
 
 def test_after_training_the_model_picker_opens_the_new_run_once(runs_dir):
@@ -215,6 +278,25 @@ def test_after_training_the_model_picker_opens_the_new_run_once(runs_dir):
 # -- the runs list: every change through attention_core.run_folders, errors shown, nothing lost ---------------
 def folder_state(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_comparing_runs_of_different_labels_says_their_curves_are_not_on_one_scale(runs_dir):
+    """Two labels against four: a guess's loss is ln 2 against ln 4, so the lower curve says nothing of which
+    learned more; the page says so (the chart alone invited the comparison). Runs of the same labels: no note."""
+    small = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32)
+    texts = ["a great movie", "a terrible movie", "a fine film", "an awful film"] * 2
+    for name, labels in (("two", ["pos", "neg"] * 4), ("four", ["a", "b", "c", "d"] * 2), ("two-again", ["pos", "neg"] * 4)):
+        run = Trainer(small, TrainConfig(epochs=2, batch_size=4, val_fraction=0.0), dataset_from_lists(texts, labels),
+                      load_embeddings()).run(name=name)
+        save_run(run, runs_dir / name)
+    at = train_page()
+    at.multiselect(key="train_compare").set_value(["two", "four"]).run()
+    assert not at.exception
+    notes = [w.value for w in at.warning if "not on one scale" in w.value]
+    assert len(notes) == 1 and "ln 2 ≈ 0.69" in notes[0] and "ln 4 ≈ 1.39" in notes[0]
+    assert at.get("plotly_chart")  # the curves are still drawn, under the note
+    at.multiselect(key="train_compare").set_value(["two", "two-again"]).run()
+    assert not at.exception and not [w for w in at.warning if "not on one scale" in w.value]
 
 
 def test_rename_refuses_unsafe_and_taken_names_and_loses_nothing(runs_dir, tmp_path):
@@ -330,7 +412,7 @@ def test_with_one_slot_a_second_start_waits_in_line_then_trains_and_a_third_can_
     waiting.join(120)
     second.run()
     assert not second.exception
-    assert [s.value for s in second.success] == ["Training finished: all 2 epochs. Saved as run `second`."]
+    assert ending_banners(second) == ["Training finished: all 2 epochs. Saved as run `second`."]
     assert sorted(p.name for p in list_runs(runs_dir)) == ["first", "second"]
 
 

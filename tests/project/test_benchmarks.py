@@ -43,3 +43,17 @@ def test_the_app_latency_benchmark_runs_quick():
 def test_the_classroom_benchmark_runs_quick():
     figures = run_benchmark("benchmarks/classroom.py", "--quick")
     assert figures["learners"] == 2 and figures["all_finished"] and figures["each_sees_own_run_only"]
+
+
+def test_the_quality_benchmark_runs_quick():
+    figures = run_benchmark("benchmarks/quality.py", "--quick")
+    assert figures["quick"] is True and set(figures["sets"]) == {"uci"}
+    assert 0.5 < figures["sets"]["uci"]["tfidf_lr"]["accuracy"] <= 1 and len(figures["sets"]["uci"]["default"]) == 1
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "benchmarks").glob("*.py")
+                                          if "__main__" in p.read_text()))
+def test_every_benchmark_script_has_a_quick_run_that_a_test_runs(script):
+    """A script a person can start (it has a ``__main__`` block) has ``--quick``, and a test above runs it."""
+    assert '"--quick"' in (ROOT / "benchmarks" / script).read_text()
+    assert f'run_benchmark("benchmarks/{script}", "--quick"' in Path(__file__).read_text()

@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from runner.registry import JobRegistry
-from tests.helpers.apptest import followed, page_job, start_small_training
+from tests.helpers.apptest import ending_banners, followed, page_job, start_small_training
 
 TIMEOUT = 90
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,7 +126,7 @@ def test_a_reload_finds_the_running_training_which_it_can_stop_and_then_shows_it
     job.join(120)
     reload.run()
     assert not reload.exception and job.state == "stopped"
-    assert reload.success[0].value.startswith("Training stopped after")
+    assert ending_banners(reload)[0].startswith("Training stopped after")
     assert page_job(visit()) is None  # its results were shown: a reload now starts afresh
 
 
@@ -148,7 +148,7 @@ def test_a_training_that_ended_with_no_page_open_shows_its_results_after_a_reloa
     job.join(120)  # ended while no page ran (the tab was reloaded meanwhile)
     reload = visit()
     assert page_job(reload) is job
-    assert [s.value for s in reload.success] == ["Training finished: all 2 epochs. Saved as run `ended-alone`."]
+    assert ending_banners(reload) == ["Training finished: all 2 epochs. Saved as run `ended-alone`."]
     assert reload.get("download_button")
 
 

@@ -124,9 +124,11 @@ def test_time_lapse_has_a_frame_per_epoch_that_changes_the_map_the_bars_the_curs
         assert frame.layout.title.text == f"<b>Epoch {frame.name}</b> · prediction: {best} ({p[best]:.0%})"
     moving = fig.frames[0].traces
     assert [fig.data[i].type for i in moving] == ["heatmap", "bar", "scatter"]
-    assert np.array_equal(fig.data[0].z, maps[-1]) and fig.layout.sliders[0].active == 4  # opens on the last epoch
+    assert np.array_equal(fig.data[0].z, maps[2]) and fig.layout.sliders[0].active == 2  # opens on the run's model
+    assert list(fig.data[fig.frames[0].traces[2]].x) == [2, 2]  # the cursor at its epoch
     assert [list(s.args[0]) for s in fig.layout.sliders[0].steps] == [["0"], ["1"], ["2"], ["3"], ["4"]]
-    # The epoch strip above the slider is drawn over frame numbers, like the slider's steps, and names the kept epochs.
+    # Evenly spaced epochs: the epoch strip above the slider lines up with its steps and names the kept epochs.
+    assert [s.label for s in fig.layout.sliders[0].steps] == [""] * 5
     strip = fig.layout.xaxis3
     assert list(strip.tickvals) == [0, 2, 4] and list(strip.ticktext) == ["0", "2★", "4"]
     assert strip.range[0] < 0 < 4 < strip.range[1] < 4.2 and (fig.layout.sliders[0].x, fig.layout.sliders[0].len) == (0, 1)
@@ -135,6 +137,27 @@ def test_time_lapse_has_a_frame_per_epoch_that_changes_the_map_the_bars_the_curs
     play, pause = fig.layout.updatemenus[0].buttons
     assert play.args[0] is None and play.args[1]["frame"]["redraw"] and list(pause.args[0]) == [None]
     assert 5 * play.args[1]["frame"]["duration"] <= 6000  # a whole training in a few seconds
+
+
+def test_time_lapse_spaces_uneven_epochs_by_their_values_and_opens_on_the_runs_model():
+    """Kept at epochs 0, 2, 5, 7, 8, 10, 12: the strip was drawn over frame numbers, the gaps hidden, and the figure
+    opened on the last epoch while the page showed the run's model (epoch 8)."""
+    epochs = [0, 2, 5, 7, 8, 10, 12]
+    _, maps, tokens, probs = lapse_inputs(len(epochs))
+    fig = figures.attention_time_lapse(epochs, maps, tokens, probs, kept=epochs, model_epoch=8)
+    assert fig.layout.sliders[0].active == 4 and np.array_equal(fig.data[0].z, maps[4])
+    assert fig.layout.title.text.startswith("<b>Epoch 8</b>")
+    lines = [t for t in fig.data if t.type == "scatter" and t.name in ("neg", "pos")]
+    assert all(list(t.x) == epochs for t in lines)  # by the epochs' values
+    assert [list(f.data[2].x) for f in fig.frames] == [[e, e] for e in epochs]  # the cursor at each epoch
+    strip = fig.layout.xaxis3
+    assert list(strip.tickvals) == epochs and strip.range[0] < 0 and 12 < strip.range[1] < 12.2
+    # The slider's steps are evenly spaced, so each names its epoch.
+    assert [s.label for s in fig.layout.sliders[0].steps] == ["0", "2", "5", "7", "8★", "10", "12"]
+    later = figures.attention_time_lapse(epochs, maps, tokens, probs, kept=epochs, model_epoch=8, start=2)
+    assert later.layout.sliders[0].active == 1  # a link's epoch comes first
+    unknown = figures.attention_time_lapse(epochs, maps, tokens, probs, model_epoch=9)
+    assert unknown.layout.sliders[0].active == 6  # no frame of the run's model: the last
 
 
 def test_time_lapse_without_probabilities_or_kept_weights():
@@ -206,3 +229,14 @@ def test_figures_take_the_app_template_whatever_the_default_was(monkeypatch):
                  lambda: faithfulness_figures.pruning_curve(["none", "1.1"], [0.9, 0.8])):
         monkeypatch.setattr(pio.templates, "default", "streamlit")  # what `import streamlit` does
         assert spec(make())["layout"]["template"] == ours
+
+
+def test_a_probability_axis_spans_0_to_100_percent_with_a_line_every_25():
+    """Left to plotly, Home's narrow bars showed only 0 % and 50 % (its 100 % label, cut off at the edge, hidden)."""
+    bars = figures.probability_bars({"neg": 0.3, "pos": 0.7}, predicted="pos")
+    _, maps, tokens, probs = lapse_inputs(2)
+    lapse = figures.attention_time_lapse([0, 1], maps, tokens, probs)
+    for axis in (bars.layout.xaxis, lapse.layout.xaxis2):  # the time-lapse's bars beside its map
+        assert list(axis.range) == [0, 1] and list(axis.tickvals) == [0, 0.25, 0.5, 0.75, 1]
+        assert list(axis.ticktext) == ["0%", "", "50%", "", "100%"]
+    assert bars.layout.margin.r >= 20  # room for half of the "100%" label at the right edge

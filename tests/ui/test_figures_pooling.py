@@ -137,6 +137,13 @@ def test_the_grid_draws_its_pooling_row_of_maps_one_row_each():
     titles = [a.text for a in fig.layout.annotations]
     assert titles[:3] == ["L1 · H1", "L1 · H2", "L1 · avg"] and titles[6:] == ["Pooling · H1", "Pooling · H2", "Pooling · avg"]
     assert fig.layout.height < figures.attention_grid(attn, TOKENS).layout.height  # its row is short
+    # The Faithfulness knock-out grid names its maps as this grid does ("layer 1 · H2" there, "L1 · H2" here), marking
+    # the heads switched off.
+    from ui.faithfulness_figures import knocked_out_grid
+
+    off = [a.text for a in knocked_out_grid(attn, TOKENS, [(0, 1), (2, 0)], pooling=True).layout.annotations]
+    marked = {1: "<b>L1 · H2 · OFF</b>", 6: "<b>Pooling · H1 · OFF</b>"}
+    assert off == [marked.get(i, title) for i, title in enumerate(titles)]
     plain = [tr for tr in figures.attention_grid(attn, TOKENS).data if tr.type == "heatmap"]
     assert [np.asarray(tr.z).shape for tr in plain] == [(t, t)] * 9  # without the flag: every map square
 
@@ -177,7 +184,7 @@ def test_home_names_the_pooling_map_and_draws_it_as_one_row(pooled):
     assert heatmap["data"][0]["y"] == [figures.POOLING_QUERY]
     np.testing.assert_allclose(array(heatmap["data"][0]["z"]), one_row(attention[2].mean(0)), atol=1e-6)
     title = heatmap["layout"]["title"]["text"]
-    assert title.startswith("Pooling · Average of heads") and figures.POOLING_CAPTION in title
+    assert title.startswith("Pooling · average of heads") and figures.POOLING_CAPTION in title
     at.toggle(key="home_grid_on").set_value(True).run()
     grid = [d for d in chart(at, "home_grid")["data"] if d["type"] == "heatmap"]
     assert [d["y"] for d in grid[-5:]] == [[figures.POOLING_QUERY]] * 5  # 4 heads and their average
@@ -303,7 +310,7 @@ def rollout_view(path: Path) -> AppTest:
         from ui import inspect_views
 
         run = load_run(path)
-        inspect_views.rollout_and_saliency(explain(run, "the food was not good"), run.model_config)
+        inspect_views.rollout_and_saliency(explain(run, "the food was not good"), run.model_config, model=run.name)
 
     return AppTest.from_function(script, args=(str(path),), default_timeout=120).run()
 

@@ -58,7 +58,7 @@ def test_every_live_chart_draws_traces_the_bundle_has():
     w = np.full((2, 2, 3, 3), 1 / 3)
     drawn = [figures.attention_heatmap(w[0, 0], ["a", "b", "c"]), figures.attention_heatmap(w[0, 0], ["a", "b", "c"], pooling=True),
              figures.probability_bars({"neg": 0.4, "pos": 0.6}, predicted="pos"),
-             faithfulness_figures.knocked_out_grid(w, ["a", "b", "c"], [(0, 1)], ["layer 1", "layer 2"]),
+             faithfulness_figures.knocked_out_grid(w, ["a", "b", "c"], [(0, 1)]),
              figures.LiveTrainingCurves()([EpochRecord(1, 0.7, 0.5, 0.6, 0.6, 1.0, 100.0), EpochRecord(2, 0.5, 0.7, 0.5, 0.7, 2.0, 100.0)],
                                           [0.8, 0.7, 0.6, 0.5])]
     types = {trace.type for fig in drawn for trace in fig.data}

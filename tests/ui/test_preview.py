@@ -117,6 +117,8 @@ def test_a_fresh_server_process_takes_the_quick_path_and_loads_the_model_behind_
         "from ui import preview\n"
         "assert not at.exception, at.exception\n"
         "assert preview._warming is not None, 'the page did not start loading torch: it was loaded already'\n"
+        # a daemon thread still inside torch when the process exits can abort it (SIGABRT, seen in the suite)
+        "assert not preview._warming.daemon, 'the interpreter must wait for the warm-up at exit'\n"
         "preview._warming.join(120)\n"
         "import ui.common\n"
         "ui.common.load_run = None  # the bundled model was loaded behind the page: the next sentence loads nothing\n"

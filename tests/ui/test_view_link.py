@@ -114,6 +114,22 @@ def copied_link(at: AppTest) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(urlsplit(code.value).query).items()}
 
 
+def copy_box_caption(at: AppTest) -> str:
+    (box,) = [b for b in at.sidebar.children.values() if b.type == "popover"
+              and b.proto.popover.label == "Copy link to this view"]
+    (caption,) = [c for c in box.children.values() if c.type == "caption"]
+    return caption.value
+
+
+def test_the_copy_box_speaks_of_workspaces_and_a_teacher_only_on_a_shared_server(runs_dir, monkeypatch):
+    """On one's own machine there is no workspace and no teacher: the box said so all the same."""
+    local = copy_box_caption(visit(sentence="the movie was great"))
+    assert local == "Opens this page as you see it now. Copy it with the button at its right."
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_SHARED", "1")
+    shared = copy_box_caption(visit(sentence="the movie was great"))
+    assert "not your workspace" in shared and "teacher" in shared
+
+
 def test_home_opens_on_the_sentence_layer_and_head_of_its_address(runs_dir):
     at = visit(sentence="the movie was great", layer="2", head="3", grid="1")
     assert at.text_input(key="home_text").value == "the movie was great"
@@ -198,8 +214,10 @@ def test_a_run_of_ones_own_opens_from_its_name(runs_dir):
 # -- shared mode: published runs for everyone, private runs for their workspace -----------------------
 
 
-def test_shared_mode_a_private_run_s_link_opens_in_its_workspace_and_says_private_elsewhere(shared):
+def test_shared_mode_a_private_run_s_link_opens_in_its_workspace_and_elsewhere_is_as_one_that_does_not_exist(shared):
+    """Another workspace's run answers exactly as a run that does not exist: no notice tells which names are taken."""
     store = WorkspaceStore(shared, shared=True)
+    (before,) = notices(visit(run="alice-run"))  # nobody has a run of that name yet
     alice = visit()
     token = query(alice)["w"]
     workspace, _ = store.for_token(token)
@@ -212,7 +230,8 @@ def test_shared_mode_a_private_run_s_link_opens_in_its_workspace_and_says_privat
     assert own.selectbox(key="home_run").value == "alice-run" and not notices(own)
     bob = visit(**link)
     (notice,) = notices(bob)
-    assert "private" in notice and bob.selectbox(key="home_run").value == BUNDLED
+    assert notice == before and "no run named 'alice-run' in this workspace" in notice
+    assert bob.selectbox(key="home_run").value == BUNDLED
     assert bob.subheader[0].value.startswith("Prediction: ")
 
 
@@ -223,7 +242,7 @@ def test_shared_mode_a_published_run_s_link_works_for_everyone(shared):
     shutil.copytree(ROOT / "data" / "default_run", workspace.runs_dir / "demo")
     published = store.publish(workspace, "demo")
     learner = visit(run="published:demo", layer="2")
-    assert learner.selectbox(key="home_run").value == f"📌 demo — by {published.label}"
+    assert learner.selectbox(key="home_run").value == published.choice == "📌 demo — by the teacher"
     assert not notices(learner) and query(learner)["run"] == "published:demo"
     assert copied_link(learner) == {"run": "published:demo", "layer": "2"}
     gone = visit(run="published:nothing")
@@ -266,10 +285,11 @@ def test_inspect_names_the_pooling_map_when_a_layer_is_out_of_range(runs_dir):
     assert at.selectbox(key="inspect_layer").value == 2 and "layer" not in query(at)  # the last map, the default
 
 
-def test_an_epoch_the_time_lapse_does_not_have_says_so_and_opens_on_the_last(runs_dir):
+def test_an_epoch_the_time_lapse_does_not_have_says_so_and_opens_on_the_runs_model(runs_dir):
     at = visit("pages/2_Inspect.py", tab="time-lapse", epoch="6")  # the bundled run keeps epochs 0, 2, 5, 7, 8, 10, 12
-    assert any("epoch 6 is not one of this time-lapse's" in c.value for c in at.caption)
-    assert chart(at, "inspect_time_lapse")["layout"]["sliders"][0]["active"] > 0
+    assert any("epoch 6 is not one of this time-lapse's (0, 2, 5, 7, 8, 10, 12): it opens on the run's model, epoch 8."
+               in c.value for c in at.caption)
+    assert chart(at, "inspect_time_lapse")["layout"]["sliders"][0]["active"] == 4
 
 
 def test_faithfulness_opens_on_its_tab_heads_off_and_mode(runs_dir):
