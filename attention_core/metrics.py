@@ -171,8 +171,8 @@ class LearningVerdict:
         rows = f"{self.n:,} {self.row}{'s' * (self.n != 1)}"
         text = {
             "learned": f"The model learned more than {always} would: {figures} (95% interval {low:.0%}–{high:.0%} over {rows}).",
-            "nothing": f"The model learned nothing beyond {always} ({self.majority_share:.0%} of the {self.row}s): "
-                       f"{figures}.",
+            "nothing": f"The model learned nothing beyond {always} (the label of {self.majority_share:.1%} of the "
+                       f"{self.row}s): {figures}.",
             "unclear": f"The model shows no clear sign of learning beyond {always}: {figures}, and on {rows} its 95% "
                        f"interval ({low:.0%}–{high:.0%}) reaches down to the majority share.",
         }[self.verdict]

@@ -63,7 +63,8 @@ def test_a_constant_predictor_learned_nothing_and_predicts_one_class():
     assert (v.n, v.correct, v.majority_label, v.majority_share) == (80, 45, "positive", 45 / 80)
     assert (v.predicted_label, v.predicted_share) == ("positive", 1.0)
     assert v.verdict == "nothing" and not v.learned and v.one_class and v.warn
-    assert v.message == ("The model learned nothing beyond always answering “positive” (56% of the validation rows): "
+    assert v.message == ("The model learned nothing beyond always answering “positive” (the label of 56.2% of the "
+                         "validation rows): "
                          "accuracy 56.2% vs majority 56.2%. It predicts “positive” for every validation row. " + ADVICE)
     assert v.headline == "learned nothing beyond “positive”; predicts “positive” for 100%"
     assert verdict_fields(v) == {"majority_label": "positive", "majority_share": 0.5625, "predicted_label": "positive",
