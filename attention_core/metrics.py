@@ -158,6 +158,13 @@ class LearningVerdict:
         return words
 
     @property
+    def word(self) -> str:
+        """The verdict in a table cell narrow enough for a projector: "yes", "no", "unclear" (", one class"
+        when it predicts one class); :attr:`headline` and :attr:`message` say it in full."""
+        word = {"learned": "yes", "nothing": "no", "unclear": "unclear"}[self.verdict]
+        return f"{word}, one class" if self.one_class else word
+
+    @property
     def message(self) -> str:
         """What the verdict means, in sentences with its numbers (and :data:`ADVICE` when it went wrong).
 

@@ -634,6 +634,8 @@ def attention_time_lapse(
         return go.Frame(name=str(epochs[i]), data=data, traces=moving, layout={"title": {"text": title(i)}})
 
     fig.frames = [frame(i) for i in range(n)]
+    labelled = n > 1 and any(step_labels)  # the slider's steps name their epochs: the buttons go below those names
+    height += 30 if labelled else 0
     duration = int(min(700, max(120, 6000 / n)))  # about 6 s for the whole training
     play = {"frame": {"duration": duration, "redraw": True}, "transition": {"duration": 0}, "fromcurrent": False,
             "mode": "immediate"}
@@ -652,7 +654,7 @@ def attention_time_lapse(
         }] if n > 1 else [],
         updatemenus=[{
             "type": "buttons", "direction": "left", "showactive": False, "x": 0, "xanchor": "left", "y": 0,
-            "yanchor": "top", "pad": {"t": 95 if has_probs else 60},
+            "yanchor": "top", "pad": {"t": (95 if has_probs else 60) + (30 if labelled else 0)},
             "buttons": [
                 {"label": "▶ Play", "method": "animate", "args": [None, play]},
                 {"label": "❚❚ Pause", "method": "animate",

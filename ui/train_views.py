@@ -406,11 +406,24 @@ def _read_run_row(stamp: tuple) -> dict:
     return {"run": r.name, "created": r.created, "status": r.status,
             "epochs": f"{trained} of {planned}" if trained < planned else f"{trained}",
             "kept model": f"epoch {r.kept_epoch}" if r.kept_epoch is not None else "–",
-            "val accuracy (kept model)": f"{acc:.1%}" if acc is not None else "no validation",
+            "val accuracy": f"{acc:.1%}" if acc is not None else "no validation",  # the kept model's (column_config)
             # "–": no validation rows, or a run saved before its validation confusion was recorded
-            "majority class": f"{verdict.majority_share:.1%}" if verdict else "–",
-            "learned?": verdict.headline if verdict else "–",
+            "majority": f"{verdict.majority_share:.1%}" if verdict else "–",
+            "learned?": verdict.word if verdict else "–",  # (in full in the run's results; a cell fits a projector)
             "layers×heads": f"{r.n_layers}×{r.n_heads}"}
+
+
+# The runs list's columns whose header would be wider than their values (at 1024 px in projector mode the table
+# must fit its box: tests/browser/test_projector.py): what they mean, on hover.
+RUNS_COLUMNS = {
+    "val accuracy": st.column_config.TextColumn(help="The validation accuracy of the model the run kept (the epoch "
+                                                "in “kept model”), as its results show it."),
+    "majority": st.column_config.TextColumn(help="The share of the validation rows with the most common label: what "
+                                            "always answering that label scores."),
+    "learned?": st.column_config.TextColumn(help="Whether the run learned more than always answering the majority "
+                                            "label (its accuracy's 95 % interval above the majority share); "
+                                            "“one class”: it predicts one label for almost every row."),
+}
 
 
 def home_page() -> st.Page:
@@ -471,7 +484,7 @@ def runs_manager(runs_dir: Path) -> None:
     if not paths:
         st.info("No saved runs yet: train one above.")
         return
-    st.dataframe(pd.DataFrame([_run_row(p) for p in paths]), hide_index=True)
+    st.dataframe(pd.DataFrame([_run_row(p) for p in paths]), hide_index=True, column_config=RUNS_COLUMNS)
     names = [p.name for p in paths]
     compared = st.session_state.get("train_compare", [])
     if any(n not in names for n in compared):  # a run renamed or deleted since is no longer a choice
