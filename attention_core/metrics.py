@@ -228,6 +228,12 @@ def verdict_fields(verdict: LearningVerdict | None) -> dict:
     return verdict.to_dict() if verdict is not None else dict.fromkeys(VERDICT_FIELDS)
 
 
+def same_labels(*label_sets: Sequence[str]) -> bool:
+    """Whether runs were trained on one label set (in any order): only then are their losses on one scale (a
+    cross-entropy starts near ln k for k labels) and their accuracies measured against one majority share."""
+    return len({frozenset(names) for names in label_sets}) <= 1
+
+
 def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float | None:
     """Spearman's rank correlation ρ: the Pearson correlation of the ranks, tied values sharing their average rank.
 

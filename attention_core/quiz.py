@@ -31,7 +31,7 @@ import torch
 from attention_core.errors import ConfigError, EmbeddingError, RunError
 from attention_core.faithfulness import knock_out
 from attention_core.map_names import head_name, map_specs, map_words
-from attention_core.metrics import run_verdict
+from attention_core.metrics import run_verdict, same_labels
 from attention_core.run_folders import read_history, read_label_names
 from attention_core.runs import Run
 from attention_core.sentence import SentenceOutput
@@ -349,7 +349,7 @@ def _learned_faster(runs: Mapping[str, ComparedRun], rng: np.random.Generator) -
     out = []
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            if set(usable[a].label_names) != set(usable[b].label_names):
+            if not same_labels(usable[a].label_names, usable[b].label_names):
                 continue
             epoch = min(early_loss(usable[a].history)[0], early_loss(usable[b].history)[0])
             loss = {n: usable[n].history.epochs[epoch - 1].train_loss for n in (a, b)}

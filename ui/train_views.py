@@ -14,7 +14,7 @@ import streamlit as st
 from attention_core import ModelConfig, Run, TextDataset, load_dataset, load_run
 from attention_core.data import read_table
 from attention_core.errors import InputError
-from attention_core.metrics import learning_verdict, run_verdict, wilson_interval
+from attention_core.metrics import learning_verdict, run_verdict, same_labels, wilson_interval
 from attention_core.run_folders import (
     delete_run,
     interrupted_run,
@@ -521,7 +521,7 @@ def runs_manager(runs_dir: Path) -> None:
 def not_on_one_scale(labels: dict[str, Sequence[str]]) -> str | None:
     """What a learner must know before comparing the curves of runs with different label sets (None when they
     share one): a loss starts at ln k for k labels, and an accuracy is read against its own majority share."""
-    if len({frozenset(names) for names in labels.values()}) <= 1:
+    if same_labels(*labels.values()):
         return None
     said = "; ".join(f"“{n}”: {len(names)} labels, a guess's loss ln {len(names)} ≈ {math.log(len(names)):.2f}"
                      for n, names in labels.items())
