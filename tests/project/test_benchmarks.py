@@ -51,6 +51,15 @@ def test_the_quality_benchmark_runs_quick():
     assert 0.5 < figures["sets"]["uci"]["tfidf_lr"]["accuracy"] <= 1 and len(figures["sets"]["uci"]["default"]) == 1
 
 
+def test_the_pretrained_encoder_benchmark_runs_quick():
+    figures = run_benchmark("benchmarks/pretrained.py", "--quick")
+    assert figures["quick"] is True and figures["cold_start"]["ours"]["maps"] == [6, 12]
+    assert figures["ours"]["latency"]["maps"] == 72 and figures["ours"]["latency"]["2_threads"]["median_ms"] > 0
+    assert all(tool["applies"] for tool in figures["ours"]["tools"].values())
+    if figures["transformers_installed"]:  # a dev install has it (requirements-dev.txt)
+        assert figures["transformers"]["tools"]["maps_equal_eager_max_abs_diff"] < 1e-5
+
+
 @pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "benchmarks").glob("*.py")
                                           if "__main__" in p.read_text()))
 def test_every_benchmark_script_has_a_quick_run_that_a_test_runs(script):

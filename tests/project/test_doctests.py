@@ -12,7 +12,7 @@ import importlib
 
 import pytest
 
-MODULES = ["attention", "data", "embeddings", "examples", "map_names", "metrics", "model", "presets", "run_folders", "text",
+MODULES = ["attention", "data", "embeddings", "examples", "map_names", "metrics", "model", "presets", "pretrained", "run_folders", "text",
            "threads", "training"]
 
 

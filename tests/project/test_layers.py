@@ -57,8 +57,9 @@ def test_pages_and_views_reach_the_trainings_through_one_ui_module():
 
 
 # Modules whose import on the home page's first run would hold its first heatmap back: torch and the
-# model code (~1–2 s to import here), and what only a trained model needs.
-HEAVY = ("torch", "gensim", "safetensors", "attention_core.model", "attention_core.training", "attention_core.runs")
+# model code (~1–2 s to import here), and what only a trained model needs (the pretrained encoder's too).
+HEAVY = ("torch", "gensim", "safetensors", "tokenizers", "transformers", "attention_core.model",
+         "attention_core.training", "attention_core.runs", "attention_core.pretrained")
 COLD_HOME = """
 import json, sys, traceback
 from importlib.abc import MetaPathFinder

