@@ -4,6 +4,7 @@ out by hand and from real trainings."""
 
 import math
 from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -135,3 +136,18 @@ def test_a_run_saved_before_the_confusion_was_recorded_gets_no_verdict():
     del old["val_confusion"]
     history = History.from_dict({"epochs": [old], "best_epoch": 1})
     assert history.kept_record.val_confusion is None and run_verdict(history, ["a", "b"]) is None
+
+
+def test_the_bundled_run_has_its_kept_epochs_confusion_and_it_is_the_saved_models():
+    """data/default_run was trained before confusions were recorded; its kept epoch's was filled in from the saved
+    (kept) model on the saved validation rows, so the runs list can say whether it learned (it did)."""
+    from attention_core.runs import load_run
+    from attention_core.training import evaluate_texts
+
+    run = load_run(Path(__file__).resolve().parents[2] / "data" / "default_run")
+    texts, labels = run.validation
+    measured = evaluate_texts(run.model, run.encoder, texts, [run.label_names[y] for y in labels], run.label_names)
+    kept = run.history.kept_record
+    assert kept.val_confusion == measured.confusion and measured.accuracy == pytest.approx(kept.val_accuracy)
+    v = run_verdict(run.history, run.label_names)
+    assert v.learned and not v.warn
