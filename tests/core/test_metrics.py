@@ -67,7 +67,7 @@ def test_a_constant_predictor_learned_nothing_and_predicts_one_class():
     assert v.message == ("The model learned nothing beyond always answering “positive” (the label of 56.2% of the "
                          "validation rows): "
                          "accuracy 56.2% vs majority 56.2%. It predicts “positive” for every validation row. " + ADVICE)
-    assert v.headline == "learned nothing beyond “positive”; predicts “positive” for 100%"
+    assert v.word == "no, one class"
     assert verdict_fields(v) == {"majority_label": "positive", "majority_share": 0.5625, "predicted_label": "positive",
                                  "predicted_share": 1.0, "learned": False, "verdict": "nothing"}
 
@@ -85,7 +85,7 @@ def test_a_good_predictor_learned_and_is_not_warned():
     low, high = wilson_interval(82, 100)
     assert v.interval == (low, high) and low > v.majority_share == 0.5
     assert ADVICE not in v.message and f"95% interval {low:.0%}–{high:.0%} over 100 validation rows" in v.message
-    assert v.headline == "learned"
+    assert v.word == "yes"
 
 
 def test_on_a_tiny_validation_set_a_lead_within_chance_is_no_sign_of_learning():
@@ -94,7 +94,7 @@ def test_on_a_tiny_validation_set_a_lead_within_chance_is_no_sign_of_learning():
     assert tiny.accuracy > tiny.majority_share and tiny.interval[0] <= tiny.majority_share
     assert tiny.verdict == "unclear" and tiny.warn
     assert "no clear sign of learning beyond always answering “a”" in tiny.message and "on 6 validation rows" in tiny.message
-    assert tiny.headline == "no clear gain over “a”"
+    assert tiny.word == "unclear"
     # The same shares on 600 rows: the interval is narrow enough for them to show learning.
     large = learning_verdict([[400, 0], [100, 100]], ["a", "b"])
     assert (large.accuracy, large.majority_share) == (tiny.accuracy, tiny.majority_share)
