@@ -34,7 +34,7 @@ METHODS = {
 }
 REPLAYS = ["This sentence", "A probe sentence"]
 SOURCES = ["Type a sentence", "Pick one from the validation set"]
-TABS = {"model-view": "Model view", "rollout": "Rollout and saliency", "features": "Input features",
+TABS = {"model-view": "Model view", "rollout": "Rollout and saliency", "neuron": "Neuron view", "features": "Input features",
         "time-lapse": "Time-lapse", "compare": "Compare", "export": "Export"}  # the address's tab → its label
 
 

@@ -28,7 +28,7 @@ PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "2_Inspect.py")
 KEYS = [
     "inspect_run", "inspect_source", "inspect_text", "inspect_layer", "inspect_head", "inspect_topk", "inspect_threshold",
     "inspect_method", "inspect_show_position", "inspect_tl_source", "inspect_tl_layer", "inspect_compare_mode",
-    "inspect_compare_text",
+    "inspect_compare_text", "neuron_layer", "neuron_head", "neuron_query",
 ]
 
 
@@ -45,8 +45,8 @@ def test_renders_with_every_section_and_control(runs_dir: Path) -> None:
         widget(at, key)
     titles = [t.value for t in at.title]
     assert titles == [":material/biotech: Inspect a model"]
-    assert [t.label for t in at.tabs] == ["Model view", "Rollout and saliency", "Input features", "Time-lapse", "Compare",
-                                          "Export"]
+    assert [t.label for t in at.tabs] == ["Model view", "Rollout and saliency", "Neuron view", "Input features",
+                                          "Time-lapse", "Compare", "Export"]
     grid = chart(at, "inspect_grid")
     assert grid["layout"]["clickmode"] == "event+select"
     first = json.loads(at.get("plotly_chart")[1].proto.spec)  # the first attention chart is the grid
@@ -331,3 +331,25 @@ def test_the_time_lapse_plays_in_the_browser(server: str) -> None:
             page.wait_for_timeout(100)
         assert {"Epoch 0", "Epoch 12"} <= seen and len(seen) >= 3, seen
         assert not main.get_by_test_id("stException").count()
+
+
+def test_the_neuron_view_takes_one_heads_row_apart_with_the_models_numbers(runs_dir: Path) -> None:
+    """Layer 2, head 3, the query "not": the softmax column equals that row of the map the Model view shows."""
+    at = page()
+    widget(at, "neuron_layer").select(1)
+    widget(at, "neuron_head").select(2)
+    widget(at, "neuron_query").select(3).run()
+    assert not at.exception
+    fig = chart(at, "inspect_neuron")
+    assert fig["data"][0]["y"][0] == "q (not)" and fig["data"][0]["y"][1:] == [
+        f"{i + 1} {w}" for i, w in enumerate(["the", "food", "was", "not", "good", "at", "all"])]
+    softmax = array(fig["data"][2]["z"])[1:, 2]
+    ex = explain(load_run(Path(PAGE).parents[1] / "data" / "default_run"), "the food was not good at all")
+    assert np.allclose(softmax, ex.attention[1, 2, 3].numpy(), atol=1e-6)
+    said = next(m.value for m in at.markdown if m.value.startswith("For **"))
+    top = ["the", "food", "was", "not", "good", "at", "all"][int(np.argmax(softmax))]
+    assert said.startswith(f"For **{top}**: q·k = ") and f"gives **{max(softmax):.3f}**" in said
+    # the pooling attention: one query, the label's; the word picker has nothing to pick
+    widget(at, "neuron_layer").select(2).run()
+    assert widget(at, "neuron_query_pooling").disabled and not at.exception
+    assert chart(at, "inspect_neuron")["data"][0]["y"][0] == "q (the label's query)"
