@@ -32,12 +32,13 @@ def neuron_figure(view: NeuronView) -> go.Figure:
     q, k, products = view.q.numpy(), view.k.numpy(), view.products.numpy()
     dims = [f"{i + 1}" for i in range(view.head_dim)]
     steps = np.stack([view.scores.numpy(), view.scaled.numpy(), view.weights.numpy()], axis=1)  # (T, 3)
-    fig = make_subplots(rows=1, cols=3, column_widths=[0.38, 0.38, 0.24], horizontal_spacing=0.04, shared_yaxes=True,
-                        subplot_titles=("q and each token's key k", "q_i × k_i (their sum is q·k)", "q·k → softmax"))
+    # (the third panel's column names, on top, are its title)
+    fig = make_subplots(rows=1, cols=3, column_widths=[0.36, 0.36, 0.28], horizontal_spacing=0.04, shared_yaxes=True,
+                        subplot_titles=("q and each token's key k", "q_i × k_i (their sum is q·k)", ""))
     vectors = np.vstack([q[None], k])  # (1 + T, Dh)
     lim = float(np.abs(vectors).max()) or 1.0
     plim = float(np.abs(products).max()) or 1.0
-    common = {"colorscale": "RdBu", "zmid": 0, "showscale": False, "xgap": 1, "ygap": 1}
+    common = {"colorscale": "RdBu_r", "zmid": 0, "showscale": False, "xgap": 1, "ygap": 1}  # red above 0, blue below
     fig.add_trace(go.Heatmap(z=vectors, x=dims, y=rows, zmin=-lim, zmax=lim, **common,
                              hovertemplate="%{y}, dimension %{x}: %{z:.4f}<extra></extra>"), 1, 1)
     fig.add_trace(go.Heatmap(z=np.vstack([np.full((1, len(dims)), np.nan), products]), x=dims, y=rows, zmin=-plim,
@@ -48,7 +49,8 @@ def neuron_figure(view: NeuronView) -> go.Figure:
                              x=list(STEPS), y=rows, text=text, texttemplate="%{text}", zmin=0, zmax=1,
                              colorscale=figures.COLORSCALE, showscale=False, xgap=1, ygap=1,
                              hovertemplate="%{y}: %{x} = %{text}<extra></extra>"), 1, 3)
-    fig.update_yaxes(autorange="reversed", tickfont={"size": 12})
+    fig.update_yaxes(autorange="reversed", tickfont={"size": 12}, showgrid=False)
+    fig.update_xaxes(showgrid=False, zeroline=False)
     fig.update_xaxes(showticklabels=False, row=1, col=1)
     fig.update_xaxes(showticklabels=False, row=1, col=2)
     fig.update_xaxes(side="top", row=1, col=3)

@@ -343,6 +343,8 @@ def test_the_neuron_view_takes_one_heads_row_apart_with_the_models_numbers(runs_
     fig = chart(at, "inspect_neuron")
     assert fig["data"][0]["y"][0] == "q (not)" and fig["data"][0]["y"][1:] == [
         f"{i + 1} {w}" for i, w in enumerate(["the", "food", "was", "not", "good", "at", "all"])]
+    highest = fig["data"][0]["colorscale"][-1][1]  # as the caption says: red above 0, blue below
+    assert "red above 0, blue below" in " ".join(c.value for c in at.caption) and highest == "rgb(103,0,31)"
     softmax = array(fig["data"][2]["z"])[1:, 2]
     ex = explain(load_run(Path(PAGE).parents[1] / "data" / "default_run"), "the food was not good at all")
     assert np.allclose(softmax, ex.attention[1, 2, 3].numpy(), atol=1e-6)
