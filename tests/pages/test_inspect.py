@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 from attention_core import Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, load_run, save_run
 from attention_core.explain import explain
+from attention_core.export import attention_json
 from attention_core.metrics import spearman
 from attention_core.presets import SEED
 from tests.helpers.apptest import array, chart, widget
@@ -233,6 +234,24 @@ def test_downloads(runs_dir: Path) -> None:
     at = page()
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["Zoomed map (HTML)", "All weights (CSV)", "All weights (JSON)"]
+
+
+def test_the_json_download_holds_the_pooling_map_once_per_head(runs_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               bundled: Run) -> None:
+    """As the CSV does (one row per head and word): was the pooling map's one row repeated for every word, as a
+    third layer under "attention"."""
+    from ui import inspect_views
+
+    made = []
+    monkeypatch.setattr(inspect_views, "attention_json", lambda *a, **k: made.append(attention_json(*a, **k)) or made[-1])
+    at = page()  # the bundled run: 2 layers, then its pooling attention's map
+    assert not at.exception and made
+    payload = made[-1]
+    ex = explain(bundled, payload["text"])
+    assert json.loads(json.dumps(payload)) == payload  # plain lists and numbers
+    np.testing.assert_allclose(payload["attention"], ex.attention[:2].numpy(), atol=1e-6)  # [layer][head][query][key]
+    np.testing.assert_allclose(payload["pooling"], ex.attention[2, :, 0].numpy(), atol=1e-6)  # [head][key]
+    assert "pooling [head][key]" in at.get("download_button")[2].proto.help
 
 
 def test_seed_like_run_shows_the_position_index_feature(runs_dir: Path) -> None:
