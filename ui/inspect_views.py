@@ -15,7 +15,7 @@ from attention_core import Run
 from attention_core.configs import KEPT_BY_WORDS
 from attention_core.errors import InputError
 from attention_core.explain import SALIENCY_METHODS, Explanation, explain, top_k_mask
-from attention_core.export import attention_csv, attention_json, file_stem
+from attention_core.export import attention_csv, attention_json
 from attention_core.history import ProbeSentence
 from attention_core.map_names import head_choice, layers_said, rollout_maps
 from attention_core.metrics import spearman
@@ -421,17 +421,17 @@ def export(ex: Explanation, run: Run, zoom: Zoom) -> None:
                "layers and heads count from 1, token positions from 0"
                + ("; the pooling attention is layer `pooling`, one row per head and word (its query is the label's, "
                   "no word), and in the JSON `pooling`, one row per head." if pooled else "."))
-    stem = file_stem(text)
+    stem = chart_downloads.filename("Attention", model=run.name, sentence=text)  # attention_<run>_<sentence>
     payload = attention_json(run.name, text, tokens, ex.label, ex.probabilities, ex.attention.numpy(), cfg.n_layers)
     c1, c2, c3 = st.columns(3)
     c1.download_button("Zoomed map (HTML)", lambda: figures.attention_heatmap(zoom.shown, tokens, title=f"“{text}” · {zoom.title}",
                                                                       pooling=zoom.pooling)
-                       .to_html(include_plotlyjs=True), f"attention_{stem}.html",
+                       .to_html(include_plotlyjs=True), f"{stem}.html",
                        "text/html", key="inspect_dl_html", on_click="ignore", icon=":material/download:")
     c2.download_button("All weights (CSV)", attention_csv(tokens, ex.attention.numpy(), cfg.n_layers),
-                       f"attention_{stem}.csv", "text/csv",
+                       f"{stem}.csv", "text/csv",
                        key="inspect_dl_csv", on_click="ignore", icon=":material/download:")
-    c3.download_button("All weights (JSON)", json.dumps(payload), f"attention_{stem}.json", "application/json",
+    c3.download_button("All weights (JSON)", json.dumps(payload), f"{stem}.json", "application/json",
                        key="inspect_dl_json", on_click="ignore", icon=":material/download:",
                        help="attention is indexed [layer][head][query][key]"
                             + (", pooling [head][key]" if pooled else "") + ", all from 0")
