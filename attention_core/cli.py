@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -330,9 +331,20 @@ def _faithfulness(args: argparse.Namespace) -> dict:
                         seed=args.seed, on_progress=on_progress)
     for bar in bars.values():
         bar.close()
-    print(f"{report.n} sentences, accuracy {report.accuracy:.3f}", file=sys.stderr)
+    print(f"{report.n} sentences, accuracy {report.accuracy:.3f}{_majority_said(run, texts, labels)}", file=sys.stderr)
     print(_faithfulness_table(report.comprehensiveness, report.sufficiency, report.titles), file=sys.stderr)
     return report.to_dict()
+
+
+def _majority_said(run: Run, texts: Sequence[str], labels: Sequence) -> str:
+    """", always answering “negative” would score 0.500": the accuracy's yardstick, over the sentences scored
+    (those with a word the run knows); labels are names or ids of ``run.label_names``."""
+    names = [run.label_names[y] if isinstance(y, int) else str(y) for y, text in zip(labels, texts, strict=True)
+             if run.encoder.encode(text).readable]
+    if not names:
+        return ""
+    label, count = Counter(names).most_common(1)[0]
+    return f", always answering “{label}” would score {count / len(names):.3f}"
 
 
 def _faithfulness_table(comprehensiveness: dict[str, float], sufficiency: dict[str, float], titles: dict[str, str]) -> str:

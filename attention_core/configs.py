@@ -63,10 +63,22 @@ class ModelConfig:
     # Read how each word was written (Capitalised, CAPITALS, mIxed): a learned vector per kind added to
     # the lower-case word vector; lower case adds nothing, so all-lower-case text reads as without it.
     casing: bool = False
+    # A pretrained BERT-family encoder instead of the small model over word vectors: "minilm" (the bundled
+    # all-MiniLM-L6-v2) or a checkpoint folder's absolute path (attention_core.pretrained). Its layers' sizes are the
+    # checkpoint's (n_layers, n_heads, d_model, d_ff, vocab_size, max_len are copied from it); a run names it and
+    # stores only what training changed.
+    base: str | None = None
+    frozen_layers: int = 0  # the lowest layers kept as they are (fine-tuning trains the layers above them and the head)
 
     def __post_init__(self) -> None:
         def bad(name: str, value: object, hint: str) -> None:
             raise ConfigError(f"{name} = {value!r} is not valid", hint)
+
+        if not 0 <= self.frozen_layers <= self.n_layers:
+            bad("frozen_layers", self.frozen_layers, f"use 0 … {self.n_layers} (the model's layers)")
+        if self.base is not None and (self.pooling not in ("mean", "first") or self.positional != "learned"):
+            bad("pooling/positional", (self.pooling, self.positional),
+                "a pretrained encoder has learned positions and pools by mean or its first token ([CLS])")
 
         if self.n_classes < 2:
             bad("n_classes", self.n_classes, "a classifier needs at least 2 classes")

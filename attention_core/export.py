@@ -1,5 +1,5 @@
-"""One sentence's attention weights for other tools: a CSV file (a row per weight, and the file's name), and the
-arguments BertViz and CircuitsVis take.
+"""One sentence's attention weights for other tools: a CSV file (a row per weight, and the file's name), a JSON
+file's content, and the arguments BertViz and CircuitsVis take.
 
 BertViz (Vig, 2019, "A Multiscale Visualization of Attention in the Transformer Model", ACL demo) draws
 ``head_view`` / ``model_view`` from Hugging Face's ``output_attentions``: a tuple with one tensor per layer,
@@ -35,7 +35,7 @@ def attention_csv(tokens: Sequence[str], attention: np.ndarray, n_layers: int | 
 
     A model that pools by attention returns its pooling query's map after the ``n_layers`` layers' maps, as
     T identical rows (``ModelConfig.map_names``): with ``n_layers`` given, that map is written once per
-    (head, key) as layer ``pooling``, its query ``pooling query`` at no position.
+    (head, key) as layer ``pooling``, its query ``pooling query`` at no position (:func:`split_pooling`).
 
     Shape: attention (L, H, T, T) or (L + 1, H, T, T) with a pooling attention's map, tokens (T,).
 
@@ -45,17 +45,52 @@ def attention_csv(tokens: Sequence[str], attention: np.ndarray, n_layers: int | 
         >>> attention_csv(["hi", "yo"], np.full((2, 1, 2, 2), 0.5), n_layers=1).splitlines()[-2:]
         ['pooling,1,,pooling query,0,hi,0.5', 'pooling,1,,pooling query,1,yo,0.5']
     """
-    weights = np.asarray(attention)
-    pooled = n_layers is not None and len(weights) == n_layers + 1  # the last map is the pooling query's
+    layers, pooling = split_pooling(attention, n_layers)
     rows = io.StringIO()
     writer = csv.writer(rows)
     writer.writerow(CSV_HEADER)
-    for (layer, head, query, key), weight in np.ndenumerate(weights[:n_layers] if pooled else weights):
+    for (layer, head, query, key), weight in np.ndenumerate(layers):
         writer.writerow([layer + 1, head + 1, query, tokens[query], key, tokens[key], f"{weight:.6g}"])
-    if pooled:
-        for (head, key), weight in np.ndenumerate(weights[-1, :, 0]):  # (H, T): each head's one row
+    if pooling is not None:
+        for (head, key), weight in np.ndenumerate(pooling):  # each head's one row
             writer.writerow(["pooling", head + 1, "", POOLING_QUERY, key, tokens[key], f"{weight:.6g}"])
     return rows.getvalue()
+
+
+def split_pooling(attention: np.ndarray, n_layers: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The layers' maps, and a pooling attention's map as its one row per head (None without one).
+
+    A model that pools by attention returns its pooling query's map after the ``n_layers`` layers' maps, as T
+    identical rows (``ModelConfig.map_names``); without ``n_layers``, every map is taken for a layer's.
+
+    Shape: attention (L, H, T, T) or (L + 1, H, T, T) → (L, H, T, T), and (H, T) or None.
+    """
+    weights = np.asarray(attention)
+    if n_layers is not None and len(weights) == n_layers + 1:  # the last map is the pooling query's
+        return weights[:n_layers], weights[-1, :, 0]
+    return weights, None
+
+
+def attention_json(run: str, text: str, tokens: Sequence[str], label: str, probabilities: dict[str, float],
+                   attention: np.ndarray, n_layers: int | None = None) -> dict:
+    """The Inspect page's JSON of one sentence (plain lists and numbers): the run's name, the sentence, its tokens,
+    the prediction, and ``attention`` indexed [layer][head][query][key]; a pooling attention's map (see
+    :func:`split_pooling`) as ``pooling``, indexed [head][key]: its one row per head, as the CSV writes it (its
+    query is the label's, no token), not T copies of it under ``attention``.
+
+    Shape: attention (L, H, T, T) or (L + 1, H, T, T) with a pooling attention's map, tokens (T,).
+
+    Example:
+        >>> out = attention_json("demo", "hi yo", ["hi", "yo"], "pos", {"pos": 1.0}, np.full((2, 1, 2, 2), 0.5), 1)
+        >>> np.shape(out["attention"]), out["pooling"]
+        ((1, 1, 2, 2), [[0.5, 0.5]])
+    """
+    layers, pooling = split_pooling(attention, n_layers)
+    out = {"run": run, "text": text, "tokens": list(tokens), "label": label, "probabilities": probabilities,
+           "attention": layers.tolist()}
+    if pooling is not None:
+        out["pooling"] = pooling.tolist()
+    return out
 
 
 def _checked(tokens: Sequence[str], attention: np.ndarray | torch.Tensor | list) -> torch.Tensor:

@@ -149,18 +149,9 @@ class LearningVerdict:
         return not self.learned or self.one_class
 
     @property
-    def headline(self) -> str:
-        """A few words for a list of runs, e.g. "learned nothing beyond “positive”"."""
-        words = {"learned": "learned", "nothing": f"learned nothing beyond “{self.majority_label}”",
-                 "unclear": f"no clear gain over “{self.majority_label}”"}[self.verdict]
-        if self.one_class:
-            words += f"; predicts “{self.predicted_label}” for {self.predicted_share:.0%}"
-        return words
-
-    @property
     def word(self) -> str:
         """The verdict in a table cell narrow enough for a projector: "yes", "no", "unclear" (", one class"
-        when it predicts one class); :attr:`headline` and :attr:`message` say it in full."""
+        when it predicts one class); :attr:`message` says it in full."""
         word = {"learned": "yes", "nothing": "no", "unclear": "unclear"}[self.verdict]
         return f"{word}, one class" if self.one_class else word
 

@@ -194,6 +194,8 @@ class AttentionClassifier(nn.Module):
         if cfg.init == "seed":
             self._post_init()
         self.head.requires_grad_(not cfg.freeze_head)
+        for block in self.blocks[: cfg.frozen_layers]:
+            block.requires_grad_(False)
 
     def _post_init(self) -> None:
         """The seed's ``randn(51, 51)/100`` weights, zero biases, and ``V = K``."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import inspect_views as views
-from ui import view_link
+from ui import neuron_views, view_link
 from ui.common import EXAMPLES, kept, page_setup, sidebar_run
 from ui.sentence_box import sentence_box
 
@@ -53,10 +53,12 @@ with tabs[0]:
 with tabs[1]:
     views.rollout_and_saliency(ex, run.model_config, model=run.name)
 with tabs[2]:
-    views.input_features(ex, run)
+    neuron_views.neuron_tab(run, text, ex.tokens, model=run.name)
 with tabs[3]:
-    views.time_lapse(run, path, text, n_heads)
+    views.input_features(ex, run)
 with tabs[4]:
-    views.compare(run, text)
+    views.time_lapse(run, path, text, n_heads)
 with tabs[5]:
+    views.compare(run, text)
+with tabs[6]:
     views.export(ex, run, zoom)

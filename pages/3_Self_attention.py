@@ -9,7 +9,6 @@ import torch
 
 from attention_core import examples as ex
 from attention_core.attention import attention_steps
-from ui import explainer_figures as xf
 from ui import self_attention_views as views
 from ui import view_link
 from ui.common import kept, page_setup
@@ -98,5 +97,5 @@ with tabs[2]:
     c1.caption("One random query against the same number of random keys. Unscaled, a large d gives one key almost "
                "all the weight; scaled, the weights stay spread out, as at small d.")
     unscaled_w, scaled_w = ex.softmax_at_dim(dim, n_keys=n_keys)
-    c2.plotly_chart(xf.softmax_bars(unscaled_w, scaled_w, d=dim), key="selfattn_one_query")
+    views.one_query(c2, unscaled_w, scaled_w, d=dim, n_keys=n_keys)
     code_expander("The code that computed these curves", source(ex.sqrt_dk_curves, ex.softmax_jacobian))

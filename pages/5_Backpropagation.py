@@ -68,7 +68,8 @@ except InputError as err:
 tokens = list(inp.tokens)
 checks = gradient_report(inp.x, y, params)
 views.sentence(inp)
-views.prediction(post_forward(inp.x, y, params), labels, target, inp)
+model = f"seed preset, {MODELS[model_epochs]}"  # in every chart's downloads
+views.prediction(post_forward(inp.x, y, params), labels, target, inp, model=model)
 
 # -- every gradient ----------------------------------------------------------------------------------
 views.gradient_table(checks)
@@ -77,7 +78,7 @@ g1, g2, _ = st.columns([1, 1, 1])
 pick = checks[names.index(g1.selectbox("Gradient to look at", names, index=names.index("∂L/∂e"), key="backprop_gradient"))]
 row = (g2.selectbox("Row of α (the word attending)", range(len(tokens)), format_func=lambda i: tokens[i], key="backprop_row")
        if pick.axes[0] == "row" else None)  # the softmax Jacobian: one n × n matrix per row of α
-views.gradient_pair(pick, row, labels, inp)
+views.gradient_pair(pick, row, labels, inp, model=model)
 
 # -- the post's own code -----------------------------------------------------------------------------
 post = post_code_comparison(inp.x, y, params)
@@ -87,9 +88,9 @@ with tabs[0]:
     views.jacobian_intro()
     jac_row = st.columns(3)[0].selectbox("Row i", range(post.n), format_func=lambda i: f"{i + 1}: {tokens[i]}",
                                          key="backprop_jac_row")
-    views.jacobian(post, tokens, jac_row)
+    views.jacobian(post, tokens, jac_row, model=model)
 with tabs[1]:
-    views.scale(post, tokens)
+    views.scale(post, tokens, model=model)
 with tabs[2]:
     views.backward_scale(post)
 views.code_behind(post_forward, post_backward, gradient_report, post_code_comparison)

@@ -49,9 +49,9 @@ with tab_sentence:
     text = sentence_box("Your sentence", "faith_text", EXAMPLES[0])
     lab = views.lab(run, path, text)
     views.prediction_line(lab)
-    views.token_importance(lab)
-    views.agreement(lab)
-    views.curves_and_eraser(lab)
+    views.token_importance(lab, model=run.name)
+    views.agreement(lab, model=run.name)
+    views.curves_and_eraser(lab, model=run.name)
 
 with tab_heads:
     st.caption(f"The sentence of the first tab: *{escaped(text)}*")

@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from attention_core.backprop import Difference, GradientCheck, PostCodeComparison, PostForward, PostInputs
-from ui import figures
+from ui import chart_downloads, figures
 from ui.explainer_views import charts_side_by_side, numbers
 from ui.markup import token_chips
 
@@ -36,12 +36,20 @@ def sentence(inp: PostInputs) -> None:
                                              f"cut after 64 words: {inp.truncated}" if inp.truncated else ""])))
 
 
-def prediction(forward: PostForward, labels: Sequence[str], target: str, inp: PostInputs) -> None:
-    """The model's probabilities and its loss for the target label."""
+def _named(what: str, model: str, tokens: Sequence[str], detail: str | None = None) -> dict:
+    """A chart's plotly config (:func:`chart_downloads.config`): its downloads named after ``what`` it shows, the
+    model, the sentence (the words the model read) and ``detail``."""
+    return chart_downloads.config(what, model=model, sentence=" ".join(tokens), detail=detail)
+
+
+def prediction(forward: PostForward, labels: Sequence[str], target: str, inp: PostInputs, *, model: str) -> None:
+    """The model's probabilities and its loss for the target label (``model``: the seed model's name, as in every
+    chart's downloads below)."""
     left, right = st.columns([2, 1], gap="large")
     with left:
         st.plotly_chart(figures.probability_bars(dict(zip(labels, forward.p.tolist(), strict=True)),
-                                                 predicted=labels[int(forward.p.argmax())]), key="backprop_probs")
+                                                 predicted=labels[int(forward.p.argmax())]), key="backprop_probs",
+                        config=_named("Probabilities", model, inp.tokens))
     right.metric(f"Loss for y = {target}", f"{float(forward.loss):.4f}", help="Cross-entropy: L = −log p_y")
     right.caption(f"x is {inp.x.shape[0]} × {inp.x.shape[1]}: each word's 50 GloVe numbers and its position 0, 1, 2, … "
                   f"All numbers on this page are float64.")
@@ -65,7 +73,7 @@ def gradient_table(checks: list[GradientCheck]) -> None:
                "(float64 rounding).", icon=":material/check_circle:")
 
 
-def gradient_pair(pick: GradientCheck, row: int | None, labels: Sequence[str], inp: PostInputs) -> None:
+def gradient_pair(pick: GradientCheck, row: int | None, labels: Sequence[str], inp: PostInputs, *, model: str) -> None:
     """One gradient, hand-written and by autograd, side by side (``row``: which row's softmax Jacobian)."""
     n_features = inp.x.shape[1]
     axis_labels = {"class": list(labels), "token": list(inp.tokens), "dim": [str(i + 1) for i in range(n_features)],
@@ -76,9 +84,11 @@ def gradient_pair(pick: GradientCheck, row: int | None, labels: Sequence[str], i
     st.latex(pick.formula)
     rows, cols = (axis_labels[axes[0]], axis_labels[axes[1]]) if len(axes) == 2 else ([pick.name], axis_labels[axes[0]])
     lim = float(np.abs(hand).max())
+    of_row = f"row {row + 1} “{inp.tokens[row]}”" if row is not None else None
     charts_side_by_side(("**hand-written** (`post_backward`)", figures.gradient_heatmap(hand, rows, cols, zmax=lim),
-                         "backprop_hand"),
-                        ("**autograd**", figures.gradient_heatmap(auto, rows, cols, zmax=lim), "backprop_autograd"))
+                         "backprop_hand", _named(f"Gradient {pick.name}, by hand", model, inp.tokens, of_row)),
+                        ("**autograd**", figures.gradient_heatmap(auto, rows, cols, zmax=lim), "backprop_autograd",
+                         _named(f"Gradient {pick.name}, by autograd", model, inp.tokens, of_row)))
     st.caption(f"{pick.name}: max |hand − autograd| = {pick.max_abs_diff:.1e} over all {pick.hand.numel():,} entries. "
                + NOTES.get(pick.name, ""))
 
@@ -111,15 +121,16 @@ def jacobian_intro() -> None:
                 "Jacobian is a different matrix for each row i, built from row i.")
 
 
-def jacobian(post: PostCodeComparison, tokens: Sequence[str], row: int) -> None:
+def jacobian(post: PostCodeComparison, tokens: Sequence[str], row: int, *, model: str) -> None:
     """(a): row ``row``'s softmax Jacobian against the post's one Jacobian, and what using it changes."""
     correct_j, post_j = post.jacobians[row].numpy(), post.post_jacobian.numpy()
     lim = float(max(np.abs(correct_j).max(), np.abs(post_j).max()))
     charts_side_by_side(
         (f"**correct J for row {row + 1}** (“{tokens[row]}”)", figures.gradient_heatmap(correct_j, tokens, tokens, zmax=lim),
-         "backprop_jac"),
+         "backprop_jac", _named("Softmax Jacobian, correct", model, tokens, f"row {row + 1} “{tokens[row]}”")),
         ("**the post's code** (from α's first column, the same for every row)",
-         figures.gradient_heatmap(post_j, tokens, tokens, zmax=lim), "backprop_jac_post"),
+         figures.gradient_heatmap(post_j, tokens, tokens, zmax=lim), "backprop_jac_post",
+         _named("Softmax Jacobian, the post's code", model, tokens)),
     )
     differences(post.jacobian)
     st.caption("The two agree when every row of α is alike — an untrained model attends almost uniformly, so pick it "
@@ -127,7 +138,7 @@ def jacobian(post: PostCodeComparison, tokens: Sequence[str], row: int) -> None:
                "through the softmax, so it is unaffected.")
 
 
-def scale(post: PostCodeComparison, tokens: Sequence[str]) -> None:
+def scale(post: PostCodeComparison, tokens: Sequence[str], *, model: str) -> None:
     """(b): the scores divided by √(d·n) instead of √d, and the flatter attention it gives."""
     n, d = post.n, post.d
     st.markdown(f"The post's text divides the scores by $\\sqrt{{d_k}}$, its code by `sqrt(length(q))`; `length` counts all "
@@ -135,9 +146,10 @@ def scale(post: PostCodeComparison, tokens: Sequence[str]) -> None:
                 f"{1 / post.post_scale:.1f} instead of √{d} ≈ {1 / post.scale:.1f}: {np.sqrt(n):.2f} times more.")
     charts_side_by_side(
         (f"**α with 1/√d** · mean largest weight per row {post.mean_largest_weight(post.alpha):.3f}",
-         figures.attention_heatmap(post.alpha.numpy(), tokens), "backprop_alpha"),
+         figures.attention_heatmap(post.alpha.numpy(), tokens), "backprop_alpha", _named("Attention α with 1/√d", model, tokens)),
         (f"**α with 1/√(d·n)**, the post's code · mean largest weight {post.mean_largest_weight(post.post_alpha):.3f}",
-         figures.attention_heatmap(post.post_alpha.numpy(), tokens), "backprop_alpha_post"),
+         figures.attention_heatmap(post.post_alpha.numpy(), tokens), "backprop_alpha_post",
+         _named("Attention α with 1/√(d·n), the post's code", model, tokens)),
     )
     differences(post.scale_effect)
     st.caption(f"Why it matters: the divisor grows with the sentence, so the longer the sentence, the flatter its "

@@ -31,31 +31,33 @@ def svg_buttons() -> None:
 
 
 def title(what: str, *, model: str | None = None, sentence: str | None = None, layer: str | None = None,
-          head: str | None = None) -> str:
+          head: str | None = None, detail: str | None = None) -> str:
     """A chart's title in an exported file: "Attention · default model · “the food was good” · Layer 2 · head 1"
-    (a sentence over 60 characters is cut with "…")."""
+    (a sentence over 60 characters is cut with "…"), then ``detail`` if given."""
     quoted = f"“{sentence if len(sentence) <= 60 else sentence[:59].rstrip() + '…'}”" if sentence else None
-    return " · ".join(part for part in (what, model, quoted, layer, head) if part)
+    return " · ".join(part for part in (what, model, quoted, layer, head, detail) if part)
 
 
 def filename(what: str, *, model: str | None = None, sentence: str | None = None, layer: str | None = None,
-             head: str | None = None) -> str:
+             head: str | None = None, detail: str | None = None) -> str:
     """A chart's file name, without its extension: what it shows, the model, the sentence (its first 40
-    characters), the layer and the head, each as lower-case letters, digits and "-", joined by "_".
+    characters), the layer, the head and the detail, each as lower-case letters, digits and "-", joined by "_".
 
     Example:
         >>> filename("Attention", model="demo", sentence="It's GREAT!", layer="Layer 2", head="head 1")
         'attention_demo_it-s-great_layer-2_head-1'
     """
-    parts = ((what, 30), (model, 30), (sentence, 40), (layer, 20), (head, 20))
+    parts = ((what, 30), (model, 30), (sentence, 40), (layer, 20), (head, 20), (detail, 40))
     return "_".join(file_stem(part, limit).strip("-") for part, limit in parts if part)
 
 
 def config(what: str, *, model: str | None = None, sentence: str | None = None, layer: str | None = None,
-           head: str | None = None) -> dict:
+           head: str | None = None, detail: str | None = None) -> dict:
     """A chart's plotly config: its toolbar's PNG and SVG are saved as :func:`filename` with :func:`title` on
     top (``toImageButtonOptions``: plotly.js reads ``filename`` and ``format``; ``title`` is read by
     ``chart_downloads/svg_button.js``). ``what`` says what the chart is ("Attention", "Probabilities"…); the
-    layer and head are as the page names them ("Layer 2", "Pooling", "head 1", "average of heads")."""
-    view = {"model": model, "sentence": sentence, "layer": layer, "head": head}
+    model is the run's name (or what stands for it: a data set, a page's example); the layer and head are as the
+    page names them ("Layer 2", "Pooling", "head 1", "average of heads"); ``detail`` is anything else the chart
+    depends on ("query “journey”", "heads 1.2 off")."""
+    view = {"model": model, "sentence": sentence, "layer": layer, "head": head, "detail": detail}
     return {"toImageButtonOptions": {"format": "png", "filename": filename(what, **view), "title": title(what, **view)}}

@@ -13,11 +13,19 @@ import streamlit as st
 
 from attention_core import examples as ex
 from attention_core.embeddings import Embeddings
+from ui import chart_downloads, figures
 from ui import explainer_figures as xf
-from ui import figures
 from ui.explainer_views import numbers
 
 VOCABULARY = [f"w{i}" for i in range(ex.VOCABULARY_SIZE)]
+ONE_HOT = "one-hot words, seed 57"  # part 1's example, in its charts' downloads
+
+
+def sentences(m: ex.MaskedAttention) -> str:
+    """The two sentences of part 3 as its charts' downloads name them: "queries → keys" (the words with a vector,
+    without the pads), or the one sentence of self-attention."""
+    queries, keys = " ".join(m.query_tokens), " ".join(t for t in m.key_tokens if t != ex.PAD)
+    return queries if keys == queries else f"{queries} → {keys}"
 
 
 def shape_rows(steps: list[ex.ShapeStep]) -> pd.DataFrame:
@@ -53,6 +61,10 @@ def one_hot_steps(oh: ex.OneHotCrossAttention, word: int) -> None:
     """Shapes, scores, weights and result of the notebook, with output word ``word`` outlined and in full precision."""
     out_labels, in_labels = word_labels(oh.output_word_indices), word_labels(oh.input_word_indices)
     steps = oh.steps
+
+    def named(what: str) -> dict:  # a chart's downloads: named after the example and the output word followed
+        return chart_downloads.config(what, model=ONE_HOT, detail=f"output word {word}: w{oh.output_word_indices[word]}")
+
     c1, c2 = st.columns(2, gap="large")
     with c1:
         st.markdown("**Shapes, step by step** (read off the arrays)")
@@ -60,10 +72,12 @@ def one_hot_steps(oh: ex.OneHotCrossAttention, word: int) -> None:
         st.caption("The result has one row per output word and one column per vocabulary entry: a weighted average "
                    "of value vectors. The attention matrix proper is the 13 × 8 score (or weight) matrix.")
     c2.plotly_chart(xf.blue_matrix(steps.scores.numpy(), out_labels, in_labels, highlight=word,
-                                   title="scores Q Kᵀ  (13 output words × 8 input words)"), key="cross_seed_scores")
+                                   title="scores Q Kᵀ  (13 output words × 8 input words)"), key="cross_seed_scores",
+                    config=named("Cross-attention scores"))
     c1, c2 = st.columns(2, gap="large")
     c1.plotly_chart(xf.blue_matrix(steps.weights.numpy(), out_labels, in_labels, highlight=word,
-                                   title="weights softmax(Q Kᵀ / √10)  (13 × 8)"), key="cross_seed_weights")
+                                   title="weights softmax(Q Kᵀ / √10)  (13 × 8)"), key="cross_seed_weights",
+                    config=named("Cross-attention weights"))
     with c2:
         st.markdown(f"**Output word {out_labels[word]} in full precision** (float64, as the notebook prints it)")
         numbers({"input word": in_labels, "score q·k": steps.scores[word].numpy(),
@@ -71,9 +85,11 @@ def one_hot_steps(oh: ex.OneHotCrossAttention, word: int) -> None:
                 dict.fromkeys(("score q·k", "score / √10", "weight"), "%.8f"))
         st.caption(f"The weights sum to {steps.weights[word].sum().item():.8f}.")
     st.plotly_chart(xf.blue_matrix(steps.output.numpy(), out_labels, VOCABULARY, highlight=word,
-                                   title="result weights · V  (13 × 10)"), key="cross_seed_result")
+                                   title="result weights · V  (13 × 10)"), key="cross_seed_result",
+                    config=named("Cross-attention result"))
     st.plotly_chart(xf.number_table({f"result of {out_labels[word]}": steps.output[word].numpy()}, VOCABULARY,
-                                    decimals=6), key="cross_seed_row_result")  # (eight: eleven columns run together)
+                                    decimals=6), key="cross_seed_row_result",  # (eight: eleven columns run together)
+                    config=named("Cross-attention result of one word"))
 
 
 # -- part 2: seed 004's shapes ------------------------------------------------------------------------
@@ -91,7 +107,8 @@ def shapes(shaped: ex.CrossAttentionShapes, length: int) -> None:
     real = {"X": shaped.x.shape, "Z": shaped.z.shape, "W_Q": shaped.w_q.shape, "W_K": shaped.w_k.shape,
             "W_V": shaped.w_v.shape, "Q": shaped.q.shape, "K": shaped.k.shape, "V": shaped.v.shape,
             "scores": s.scores.shape, "weights": s.weights.shape, "output": s.output.shape}
-    st.plotly_chart(xf.shape_diagram({k: tuple(v) for k, v in real.items()}), key="cross_shape_diagram")
+    st.plotly_chart(xf.shape_diagram({k: tuple(v) for k, v in real.items()}), key="cross_shape_diagram",
+                    config=chart_downloads.config("Shapes of cross-attention", detail=f"l = {length}"))
     st.latex(r"X_\mathrm{contextual} = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_q}}\right) V"
              rf"\;\in\; \mathbb{{R}}^{{{length} \times 25}}")
     c1, c2 = st.columns([3, 2], gap="large")
@@ -100,7 +117,8 @@ def shapes(shaped: ex.CrossAttentionShapes, length: int) -> None:
         st.markdown(f"**The weights** ({length} × 7): each row sums to 1")
         st.plotly_chart(figures.attention_heatmap(s.weights.numpy(), [f"x{i + 1}" for i in range(length)],
                                                   [f"z{j + 1}" for j in range(7)], height=150 + 40 * length, narrow=True),
-                        key="cross_shape_weights")
+                        key="cross_shape_weights",
+                        config=chart_downloads.config("Cross-attention weights", detail=f"l = {length}, n = 7"))
     st.caption("Tensors here are rows of tokens (l × d_x), the usual PyTorch layout; the post stores tokens as "
                "columns (d_x × l) and transposes. Its code also takes the softmax over `dim=0`, the queries: with "
                "one token every weight would then be 1. Here the softmax runs over the keys, so each row sums to 1.")
@@ -121,7 +139,8 @@ def glove(plain: ex.MaskedAttention, dim: int) -> None:
     c1, c2 = st.columns([3, 2], gap="large")
     c1.markdown("**Sentence A attends to sentence B** · rows: A's words (queries) · columns: B's words (keys)")
     c1.plotly_chart(figures.attention_heatmap(plain.steps.weights.numpy(), plain.query_tokens, plain.key_tokens),
-                    key="cross_glove")
+                    key="cross_glove", config=chart_downloads.config("Sentence A attends to sentence B", model=f"GloVe {dim}d",
+                                                                     sentence=sentences(plain)))
     c2.markdown(
         f"Queries are the {dim}-d GloVe vectors of A's words, keys and values those of B's: no trained "
         f"projections, so a weight is softmax(a · b / √{dim}) over B's words. Each row sums to 1.\n\n"
@@ -156,7 +175,9 @@ def masked(m: ex.MaskedAttention, kind: str, *, n_pad: int, self_attention: bool
     c1, c2 = st.columns([3, 2], gap="large")
     c1.markdown(f"**Mask: {kind}** · grey cells are masked")
     c1.plotly_chart(xf.masked_heatmap(m.steps.weights.numpy(), m.mask.numpy(), m.query_tokens, m.key_tokens),
-                    key="cross_masked")
+                    key="cross_masked",
+                    config=chart_downloads.config("Masked attention", sentence=sentences(m),
+                                                  detail=f"mask: {kind}, {n_pad} pads"))
     with c2:
         st.markdown("**Check: every row still sums to 1**")
         numbers({"query": m.query_tokens, "row sum": m.row_sums.numpy(), "masked": (~m.mask).sum(-1).numpy(),
@@ -176,6 +197,7 @@ def fully_masked(fm: ex.FullyMaskedRow) -> None:
         c1, c2 = st.columns(2)
         c1.plotly_chart(xf.number_table({f"{q}: attention_steps": row.numpy() for q, row in zip(t, fm.weights, strict=True)}
                                         | {f"{t[2]}: plain softmax": fm.plain_softmax[2].numpy()}, list(t)),
-                        key="cross_fully_masked")
+                        key="cross_fully_masked",
+                        config=chart_downloads.config("A row with every key masked", sentence=" ".join(t)))
         c2.markdown(f"Output of the masked row: `{fm.output[2].tolist()}`  \nNaN anywhere in the weights: "
                     f"**{bool(np.isnan(fm.weights.numpy()).any())}**")

@@ -38,9 +38,10 @@ def numbers(data: pd.DataFrame | Mapping[str, Sequence], formats: Mapping[str, s
     st.dataframe(pd.DataFrame(data), hide_index=True, column_config=config, **kwargs)
 
 
-def charts_side_by_side(*charts: tuple[str | None, go.Figure, str], gap: str = "large") -> None:
-    """One column per ``(label, figure, key)``: the label (markdown, if any) above its figure."""
-    for col, (label, fig, key) in zip(st.columns(len(charts), gap=gap), charts, strict=True):
+def charts_side_by_side(*charts: tuple[str | None, go.Figure, str, dict], gap: str = "large") -> None:
+    """One column per ``(label, figure, key, config)``: the label (markdown, if any) above its figure, drawn with
+    that plotly config (its downloads' name and title: :func:`ui.chart_downloads.config`)."""
+    for col, (label, fig, key, config) in zip(st.columns(len(charts), gap=gap), charts, strict=True):
         if label is not None:
             col.markdown(label)
-        col.plotly_chart(fig, key=key)
+        col.plotly_chart(fig, key=key, config=config)

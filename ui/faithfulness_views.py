@@ -31,8 +31,8 @@ from attention_core.faithfulness import (
 from attention_core.map_names import head_name, head_names, map_words, parse_heads
 from attention_core.model import ModelConfig
 from attention_core.run_folders import run_stamp
+from ui import chart_downloads, figures, view_link
 from ui import faithfulness_figures as figs
-from ui import figures, view_link
 from ui.live_chart import live_plotly_chart
 from ui.markup import token_chips
 from ui.state import kept
@@ -47,6 +47,7 @@ MODE_TEACHES = {
     "uniform": "The head still passes on an average of the sentence, but no longer chooses where to look: does the "
                "model need *where* this head looks, or only that it passes something on?",
 }
+KNOCKED_OUT = {"zero": "output removed", "uniform": "attention uniform"}  # a knock-out, in a chart's downloads
 REPORTS_KEPT = 8  # whole-run reports kept by the server (each a few KB)
 TABS = {"sentence": "One sentence", "heads": "Head knock-out", "run": "The whole run"}  # the address's tab → its label
 
@@ -107,32 +108,37 @@ def prediction_line(lab: SentenceLab) -> None:
         st.caption(note)
 
 
-def token_importance(lab: SentenceLab) -> None:
-    """Every method's score of every word, each row scaled to its largest, and what each measures."""
+def token_importance(lab: SentenceLab, *, model: str) -> None:
+    """Every method's score of every word, each row scaled to its largest, and what each measures (``model``: the
+    run's name, in the chart's downloads, as below)."""
     st.subheader("Which words matter, by each method")
     st.caption("One row per method, on the same words. Each row is divided by its own largest score, so rows compare "
                "by their pattern, not their size (hover for the raw number). Red pushes towards the predicted class, "
                "blue against it.")
-    st.plotly_chart(figs.method_scores(lab.tokens, lab.scores, lab.titles), key="faith_scores")
+    st.plotly_chart(figs.method_scores(lab.tokens, lab.scores, lab.titles), key="faith_scores",
+                    config=chart_downloads.config("Word importance by method", model=model, sentence=lab.text))
     st.markdown("\n".join(f"- **{lab.titles[m]}**: {lab.measures[m]}" for m in lab.methods))
 
 
-def agreement(lab: SentenceLab) -> None:
+def agreement(lab: SentenceLab, *, model: str) -> None:
     """The Kendall τ matrix between the methods."""
     st.subheader("Do the methods agree?")
     st.caption("Kendall's τ between two methods' rankings of the words: 1 = the same order, 0 = unrelated, "
                "−1 = reversed. Blank where a method gives every word the same score.")
-    st.plotly_chart(figs.kendall_matrix(lab.kendall, lab.methods, lab.titles), key="faith_kendall")
+    st.plotly_chart(figs.kendall_matrix(lab.kendall, lab.methods, lab.titles), key="faith_kendall",
+                    config=chart_downloads.config("Agreement of the methods", model=model, sentence=lab.text))
 
 
-def curves_and_eraser(lab: SentenceLab) -> None:
+def curves_and_eraser(lab: SentenceLab, *, model: str) -> None:
     """Deletion and insertion curves, and ERASER's comprehensiveness and sufficiency per method."""
     st.subheader("Does the model depend on those words? Erase them")
     st.caption("Remove each method's top k words (left), or keep only them (right), and watch the probability of "
                f"**{lab.label}**. A faithful ranking makes the left curve fall and the right one rise faster than the "
                "random order (dashed). Methods that rank the words alike draw the same line: click a name in the legend "
                "to hide it.")
-    st.plotly_chart(figs.erasure_curves(lab.deletion, lab.insertion, lab.titles, lab.label), key="faith_curves")
+    st.plotly_chart(figs.erasure_curves(lab.deletion, lab.insertion, lab.titles, lab.label), key="faith_curves",
+                    config=chart_downloads.config("Erasing the top words", model=model, sentence=lab.text,
+                                                  detail=f"p({lab.label})"))
     st.dataframe(eraser_table(lab.comprehensiveness, lab.sufficiency, lab.titles))
 
 
@@ -163,20 +169,26 @@ def knock_out_lab(run: Run, text: str) -> None:
     off = parse_heads(",".join(chosen), cfg)
     plain = run.predict(text)
     edited = run.predict(text, edit_attention=knock_out(off, cfg, mode)) if off else plain
+    knocked = f"{', '.join(chosen)} off, {KNOCKED_OUT[mode]}" if off else "no head off"  # in the downloads
     a, b = st.columns(2, gap="large")
     with a:
         st.markdown(f"**All heads on**: {plain.label}")
-        live_plotly_chart(figures.probability_bars(plain.probabilities, predicted=plain.label), key="faith_plain_probs")
+        live_plotly_chart(figures.probability_bars(plain.probabilities, predicted=plain.label), key="faith_plain_probs",
+                          config=chart_downloads.config("Probabilities", model=run.name, sentence=text,
+                                                        detail="all heads on"))
     with b:
         title = f"**{', '.join(chosen)} off**" if off else "**No head off** (the same model)"
         flipped = " · :red[the prediction changed]" if edited.label != plain.label else ""
         st.markdown(f"{title}: {edited.label}{flipped}")
-        live_plotly_chart(figures.probability_bars(edited.probabilities, predicted=edited.label), key="faith_ko_probs")
+        live_plotly_chart(figures.probability_bars(edited.probabilities, predicted=edited.label), key="faith_ko_probs",
+                          config=chart_downloads.config("Probabilities", model=run.name, sentence=text, detail=knocked))
     change = max(abs(edited.probabilities[k] - plain.probabilities[k]) for k in plain.probabilities)
     st.caption(f"The largest change in a class's probability: {change:.1%}. Below, every map with those heads off: "
                "a head switched off in an early layer changes what the later layers see, so their maps move too.")
     live_plotly_chart(figs.knocked_out_grid(np.asarray(edited.attention), edited.tokens, off,
-                                           pooling=cfg.pooling == "attention"), key="faith_ko_grid")
+                                           pooling=cfg.pooling == "attention"), key="faith_ko_grid",
+                      config=chart_downloads.config("Attention, every layer and head", model=run.name, sentence=text,
+                                                    detail=knocked))
 
 
 # --- the whole run ------------------------------------------------------------------------------------
@@ -294,19 +306,22 @@ def report_views(report: RunReport, run: Run) -> None:
     st.subheader("Each head switched off alone")
     st.caption("Accuracy over the sentences with that one head off (in brackets: the change). A head whose removal "
                "costs nothing is one the model does not need.")
+    named = _report_naming(report, run.name)
     st.plotly_chart(figs.head_accuracy(report.head_accuracy, report.accuracy, names),
-                    key="faith_report_heads")
+                    key="faith_report_heads", config=named("Accuracy with each head off", knock_out=True))
     st.dataframe(head_table(report, run.model_config))
     st.subheader("Pruning: heads off one after another, least needed first")
-    st.plotly_chart(figs.pruning_curve(report.pruning_order, report.pruning_accuracy), key="faith_report_pruning")
+    st.plotly_chart(figs.pruning_curve(report.pruning_order, report.pruning_accuracy), key="faith_report_pruning",
+                    config=named("Pruning heads", knock_out=True))
     st.subheader("Which explanation does the model depend on?")
     st.caption("Mean over the sentences. Compare each method with the random order: a method no better than random "
                "does not point at the words the prediction depends on.")
     st.plotly_chart(figs.faithfulness_bars(report.comprehensiveness, report.sufficiency, report.titles),
-                    key="faith_report_bars")
+                    key="faith_report_bars", config=named("Comprehensiveness and sufficiency"))
     st.dataframe(eraser_table(report.comprehensiveness, report.sufficiency, report.titles))
     st.subheader("Mean agreement between the methods")
-    st.plotly_chart(figs.kendall_matrix(report.kendall, report.methods, report.titles), key="faith_report_kendall")
+    st.plotly_chart(figs.kendall_matrix(report.kendall, report.methods, report.titles), key="faith_report_kendall",
+                    config=named("Mean agreement of the methods"))
     st.subheader("Jain & Wallace's test: shuffle the attention")
     tvd = np.asarray(report.permutation_tvd)
     st.caption("The last layer's attention weights (the pooling attention's, if the model has one) are shuffled over "
@@ -315,7 +330,18 @@ def report_views(report: RunReport, run: Run) -> None:
                + (f" Median over the sentences: {np.median(tvd):.2g}; {np.mean(tvd < 0.01):.0%} move less than 0.01."
                   if tvd.size else ""))
     st.plotly_chart(figs.tvd_histogram(report.tvd_histogram["edges"], report.tvd_histogram["counts"]),
-                    key="faith_report_tvd")
+                    key="faith_report_tvd", config=named("Shuffled attention"))
+
+
+def _report_naming(report: RunReport, model: str) -> Callable[..., dict]:
+    """The plotly config (:func:`chart_downloads.config`) of a chart of the whole-run report, from what it shows: the
+    run, how many sentences, and for a chart of knocked-out heads (``knock_out=True``) how they were knocked out."""
+
+    def named(what: str, *, knock_out: bool = False) -> dict:
+        how = f", {KNOCKED_OUT[report.knock_out_mode]}" if knock_out else ""
+        return chart_downloads.config(what, model=model, detail=f"{report.n:,} sentences{how}")
+
+    return named
 
 
 def head_table(report: RunReport, cfg: ModelConfig) -> pd.DataFrame:

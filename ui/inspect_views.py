@@ -15,7 +15,7 @@ from attention_core import Run
 from attention_core.configs import KEPT_BY_WORDS
 from attention_core.errors import InputError
 from attention_core.explain import SALIENCY_METHODS, Explanation, explain, top_k_mask
-from attention_core.export import attention_csv, file_stem
+from attention_core.export import attention_csv, attention_json
 from attention_core.history import ProbeSentence
 from attention_core.map_names import head_choice, layers_said, rollout_maps
 from attention_core.metrics import spearman
@@ -34,7 +34,7 @@ METHODS = {
 }
 REPLAYS = ["This sentence", "A probe sentence"]
 SOURCES = ["Type a sentence", "Pick one from the validation set"]
-TABS = {"model-view": "Model view", "rollout": "Rollout and saliency", "features": "Input features",
+TABS = {"model-view": "Model view", "rollout": "Rollout and saliency", "neuron": "Neuron view", "features": "Input features",
         "time-lapse": "Time-lapse", "compare": "Compare", "export": "Export"}  # the address's tab → its label
 
 
@@ -412,25 +412,26 @@ def compare(run: Run, text: str) -> None:
 
 def export(ex: Explanation, run: Run, zoom: Zoom) -> None:
     """Downloads: the zoomed map as interactive HTML, every weight as CSV and JSON."""
-    text, tokens = ex.text, ex.tokens
+    text, tokens, cfg = ex.text, ex.tokens, run.model_config
+    pooled = cfg.n_attention_maps > cfg.n_layers
     st.caption("**PNG, SVG:** every chart has its own: hover over it and click the camera in its toolbar (PNG) or the one "
                "beside it (SVG). "
                f"**HTML** saves the zoomed map from the Model view (now: {zoom.title}) as one interactive file that "
                "works offline. **CSV** and **JSON** hold every layer's and head's weights for this sentence; in the CSV "
                "layers and heads count from 1, token positions from 0"
                + ("; the pooling attention is layer `pooling`, one row per head and word (its query is the label's, "
-                  "no word)." if run.model_config.n_attention_maps > run.model_config.n_layers else "."))
-    stem = file_stem(text)
-    payload = {"run": run.name, "text": text, "tokens": tokens, "label": ex.label, "probabilities": ex.probabilities,
-               "attention": ex.attention.tolist()}
+                  "no word), and in the JSON `pooling`, one row per head." if pooled else "."))
+    stem = chart_downloads.filename("Attention", model=run.name, sentence=text)  # attention_<run>_<sentence>
+    payload = attention_json(run.name, text, tokens, ex.label, ex.probabilities, ex.attention.numpy(), cfg.n_layers)
     c1, c2, c3 = st.columns(3)
     c1.download_button("Zoomed map (HTML)", lambda: figures.attention_heatmap(zoom.shown, tokens, title=f"“{text}” · {zoom.title}",
                                                                       pooling=zoom.pooling)
-                       .to_html(include_plotlyjs=True), f"attention_{stem}.html",
+                       .to_html(include_plotlyjs=True), f"{stem}.html",
                        "text/html", key="inspect_dl_html", on_click="ignore", icon=":material/download:")
-    c2.download_button("All weights (CSV)", attention_csv(tokens, ex.attention.numpy(), run.model_config.n_layers),
-                       f"attention_{stem}.csv", "text/csv",
+    c2.download_button("All weights (CSV)", attention_csv(tokens, ex.attention.numpy(), cfg.n_layers),
+                       f"{stem}.csv", "text/csv",
                        key="inspect_dl_csv", on_click="ignore", icon=":material/download:")
-    c3.download_button("All weights (JSON)", json.dumps(payload), f"attention_{stem}.json", "application/json",
+    c3.download_button("All weights (JSON)", json.dumps(payload), f"{stem}.json", "application/json",
                        key="inspect_dl_json", on_click="ignore", icon=":material/download:",
-                       help="attention is indexed [layer][head][query][key], all from 0")
+                       help="attention is indexed [layer][head][query][key]"
+                            + (", pooling [head][key]" if pooled else "") + ", all from 0")

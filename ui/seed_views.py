@@ -15,7 +15,7 @@ from attention_core.post_sgd import PostModelSGDStep
 from attention_core.presets import SEED
 from attention_core.run_folders import run_stamp
 from attention_core.runs import Prediction, save_new_run
-from ui import figures, live_chart
+from ui import chart_downloads, figures, live_chart
 from ui.common import ROOT, check_room, embeddings, runs_dir
 from ui.seed_findings import VariantSummary
 from ui.training_page import JobSequence, TrainingJob
@@ -110,7 +110,8 @@ def live_view(seq: JobSequence, running: bool) -> None:
                 if cached is None or cached[0] != (id(job), n):
                     fig = figures.loss_curve(job.history.epochs[:n])
                     cached = ss[f"seedexp_live_{key}"] = ((id(job), n), fig.to_json(), fig.layout.height)
-                live_chart.live_plotly_chart(cached[1], height=cached[2], key=f"seedexp_live_curve_{key}")  # in place
+                live_chart.live_plotly_chart(cached[1], height=cached[2], key=f"seedexp_live_curve_{key}",  # in place
+                                             config=chart_downloads.config("Training loss", model=title))
     done = sum(j.done for j in jobs.values())
     if running and done != ss.get("seedexp_done", 0):  # a variant finished: redraw the page to show its maps
         ss["seedexp_done"] = done
@@ -186,7 +187,10 @@ def attention_maps(finished: dict[str, TrainingJob]) -> None:
             pred = preds[key][i]
             attn = np.asarray(pred.attention)  # (L, H, T, T)
             col.markdown(f"{SHORT[key]} → **{pred.label}** ({pred.probabilities[pred.label]:.0%})")
-            col.plotly_chart(figures.compact_attention_heatmap(attn[-1].mean(0), pred.tokens), key=f"seedexp_map_{i}_{key}")
+            col.plotly_chart(figures.compact_attention_heatmap(attn[-1].mean(0), pred.tokens), key=f"seedexp_map_{i}_{key}",
+                             config=chart_downloads.config("Attention", model=title, sentence=sentence,
+                                                           layer=finished[key].model_config.map_names()[-1],
+                                                           head="average of heads"))
 
 
 def time_lapse(results: dict[str, Run]) -> None:
@@ -207,7 +211,9 @@ def time_lapse(results: dict[str, Run]) -> None:
     probs = [dict(zip(run.label_names, r.probabilities, strict=False)) for _, r in records]
     st.plotly_chart(figures.attention_time_lapse(epochs, [np.asarray(r.attention)[-1].mean(0) for _, r in records],
                                                  [r.tokens for _, r in records], probs, kept=sorted(run.snapshots),
-                                                 model_epoch=run.history.kept_epoch), key="seedexp_time_lapse")
+                                                 model_epoch=run.history.kept_epoch), key="seedexp_time_lapse",
+                    config=chart_downloads.config("Attention over training", model=VARIANTS[variant], sentence=sentence,
+                                                  layer=run.model_config.map_names()[-1], head="average of heads"))
     st.caption(f"The attention of each probe sentence was recorded as the model trained, {every} (epoch 0 = before "
                "training). ▲ on the epoch axis above the slider: the run kept its weights there; ★ the weights of its "
                "model (the last epoch).")

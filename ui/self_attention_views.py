@@ -13,12 +13,21 @@ from streamlit.delta_generator import DeltaGenerator
 
 from attention_core import examples as ex
 from attention_core.attention import AttentionSteps
+from ui import chart_downloads
 from ui import explainer_figures as xf
 from ui.explainer_views import charts_side_by_side, numbers
 
 TOKENS = list(ex.JOURNEY_TOKENS)
+SENTENCE = " ".join(TOKENS)  # the post's sentence, in the charts' downloads
 DIMS = ["dim 1", "dim 2", "dim 3"]
 PAIRS = ["d 1", "d 2"]  # the two dimensions of the trainable part's queries, keys and values
+
+
+def _named(what: str, q: int | None = None, detail: str | None = None) -> dict:
+    """A chart's plotly config (:func:`chart_downloads.config`): its downloads named after ``what`` it shows, the post's
+    sentence, and the query it outlines (``q``), if any, then ``detail``."""
+    query = f"query “{TOKENS[q]}”" if q is not None else None
+    return chart_downloads.config(what, sentence=SENTENCE, detail=", ".join(d for d in (query, detail) if d) or None)
 
 
 def _step(title: str) -> tuple[DeltaGenerator, DeltaGenerator]:
@@ -39,9 +48,11 @@ def scores_step(steps: AttentionSteps, q: int) -> None:
         st.latex(rf"\omega_{{{q + 1}j}} = x^{{({q + 1})}} \cdot x^{{(j)}}, \qquad \Omega = X X^\top")
         # A column, j down the side: each score gets the column's width (as a row, six 4-decimal numbers run together)
         st.plotly_chart(xf.blue_matrix(steps.scores[q : q + 1].T.numpy(), TOKENS, [TOKENS[q]],
-                                       title=f"scores of “{TOKENS[q]}”"), key="selfattn_query_scores")
+                                       title=f"scores of “{TOKENS[q]}”"), key="selfattn_query_scores",
+                        config=_named("Scores of one query", q))
     right.plotly_chart(xf.blue_matrix(steps.scores.numpy(), TOKENS, TOKENS, highlight=q,
-                                      title="all scores at once: Ω = X Xᵀ  (6 × 6)"), key="selfattn_scores")
+                                      title="all scores at once: Ω = X Xᵀ  (6 × 6)"), key="selfattn_scores",
+                       config=_named("All scores", q))
 
 
 def normalise_step() -> tuple[DeltaGenerator, DeltaGenerator]:
@@ -61,7 +72,8 @@ def normalizations(row: torch.Tensor, norms: ex.Normalizations, q: int, *, scale
     st.plotly_chart(xf.number_table({"scores in": row.numpy(), "scores / sum": norms.by_sum.numpy(),
                                      "naive softmax": norms.naive_softmax.numpy(),
                                      "stable softmax": norms.stable_softmax.numpy()}, TOKENS),
-                    key="selfattn_normalizations")
+                    key="selfattn_normalizations",
+                    config=_named("Scores normalised three ways", q, f"scores × {scale * factor:.4g}" if scale * factor != 1 else None))
     if not np.isfinite(norms.naive_softmax.numpy()).all():
         st.caption(f"**The naive softmax broke:** the largest score is {row.max().item():.1f}, and `exp` of "
                    "anything above 88.7 is `inf` in float32, so the ratio is `inf / inf = nan`. The stable "
@@ -78,7 +90,8 @@ def weights_step(steps: AttentionSteps, q: int, *, scaled: bool, scale: float) -
     left.latex(rf"A = \mathrm{{softmax}}(\Omega \cdot s), \quad s = {s_formula} = {scale:.4g}")
     left.markdown("Each row is one query's weights; each row sums to 1.")
     right.plotly_chart(xf.blue_matrix(steps.weights.numpy(), TOKENS, TOKENS, highlight=q, zmin=0, zmax=1,
-                                      title="attention weights A  (6 × 6)"), key="selfattn_weights")
+                                      title="attention weights A  (6 × 6)"), key="selfattn_weights",
+                       config=_named("Attention weights", q, f"scale s = {scale:.4g}"))
 
 
 def context_step(steps: AttentionSteps, q: int) -> None:
@@ -91,7 +104,7 @@ def context_step(steps: AttentionSteps, q: int) -> None:
                  &= {terms[0]} + {terms[1]} \\ &\quad + {terms[2]} + {terms[3]} \\ &\quad + {terms[4]} + {terms[5]} \\
                  &= [{z_values}] \end{{aligned}}""")
     right.plotly_chart(xf.matrix(steps.output.numpy(), TOKENS, DIMS, highlight=q, title="context vectors Z = A X  (6 × 3)"),
-                       key="selfattn_context")
+                       key="selfattn_context", config=_named("Context vectors", q))
 
 
 # -- part 2: W_query, W_key, W_value ------------------------------------------------------------------
@@ -102,20 +115,23 @@ def trainable_steps(sa: ex.TrainableSelfAttention, q: int, *, scaled: bool) -> N
     st.markdown("Three matrices project each 3-d input to a 2-d **query** (what a token looks for), **key** (what it "
                 "offers) and **value** (what it passes on). The post draws them with `torch.manual_seed(123)`, then "
                 "`torch.rand(3, 2)` three times; training would change them.")
-    charts_side_by_side(*[(None, xf.matrix(w.numpy(), DIMS, PAIRS, title=f"{name}  (3 × 2)"), f"selfattn_{name}")
+    charts_side_by_side(*[(None, xf.matrix(w.numpy(), DIMS, PAIRS, title=f"{name}  (3 × 2)"), f"selfattn_{name}",
+                           _named(f"Trainable weights {name}"))
                           for name, w in (("W_query", sa.w_query), ("W_key", sa.w_key), ("W_value", sa.w_value))],
                         gap="small")
     st.caption("The post prints `W_query` under the label “Key matrix weights” (a copy-paste slip); the real "
                "`W_key`, shown here, appears in its next cell.")
     charts_side_by_side(*[(None, xf.matrix(t.numpy(), TOKENS, PAIRS, highlight=q if "Q" in name else None,
-                                           title=f"{name}  (6 × 2)"), f"selfattn_{name.split()[0]}_matrix")
+                                           title=f"{name}  (6 × 2)"), f"selfattn_{name.split()[0]}_matrix",
+                           _named(name.split()[0].capitalize(), q if "Q" in name else None))
                           for name, t in (("queries Q = X W_query", sa.queries), ("keys K = X W_key", sa.keys),
                                           ("values V = X W_value", sa.values))], gap="small")
     charts_side_by_side(
         (None, xf.blue_matrix(sa.steps.scores.numpy(), TOKENS, TOKENS, highlight=q, title="scores Q Kᵀ  (6 × 6)"),
-         "selfattn_qk_scores"),
+         "selfattn_qk_scores", _named("Scores with trainable weights", q)),
         (None, xf.blue_matrix(sa.steps.weights.numpy(), TOKENS, TOKENS, highlight=q, zmin=0, zmax=1,
-                              title=f"weights A = softmax(Q Kᵀ · {sa.scale:.4g})  (6 × 6)"), "selfattn_qk_weights"),
+                              title=f"weights A = softmax(Q Kᵀ · {sa.scale:.4g})  (6 × 6)"), "selfattn_qk_weights",
+         _named("Weights with trainable weights", q, f"scale s = {sa.scale:.4g}")),
     )
     c1, c2 = st.columns(2, gap="large")
     root = r"\sqrt{2}\," if scaled else ""
@@ -124,7 +140,7 @@ def trainable_steps(sa: ex.TrainableSelfAttention, q: int, *, scaled: bool) -> N
     c1.latex(rf"z^{{({q + 1})}} = \mathrm{{softmax}}\!\left(\frac{{q^{{({q + 1})}} K^\top}}{{{root}T}}\right) V = [{z_values}]")
     c1.caption("With the post's inputs, T = 1 and scaling on, “journey” gives [0.3061, 0.8210], as in the post.")
     c2.plotly_chart(xf.matrix(sa.steps.output.numpy(), TOKENS, PAIRS, highlight=q, title="context vectors Z = A V  (6 × 2)"),
-                    key="selfattn_qk_context")
+                    key="selfattn_qk_context", config=_named("Context vectors with trainable weights", q))
 
 
 def two_classes(v: ex.V1V2, spread: list[dict]) -> None:
@@ -132,9 +148,9 @@ def two_classes(v: ex.V1V2, spread: list[dict]) -> None:
     st.subheader("Two classes, two initialisations")
     c1, c2, c3 = st.columns(3, gap="large")
     c1.plotly_chart(xf.matrix(v.v1_output.numpy(), TOKENS, PAIRS, title="SelfAttentionV1<br>manual_seed(123)"),
-                    key="selfattn_v1")
+                    key="selfattn_v1", config=_named("SelfAttentionV1", detail="manual_seed(123)"))
     c2.plotly_chart(xf.matrix(v.v2_output.numpy(), TOKENS, PAIRS, title="SelfAttentionV2<br>manual_seed(789)"),
-                    key="selfattn_v2")
+                    key="selfattn_v2", config=_named("SelfAttentionV2", detail="manual_seed(789)"))
     c3.caption("Both classes as the post runs them, on the inputs above (always T = 1 and scaled). V1 draws the same "
                "three matrices as the steps above, so it returns the same context vectors; V2 starts from other "
                "weights, hence other numbers.")
@@ -176,8 +192,15 @@ def sqrt_dk_curves(c: ex.SqrtDkCurves, n_keys: int) -> None:
     st.plotly_chart(xf.sqrt_dk_figure(c.dims, {"std": (c.dot_std_unscaled, c.dot_std_scaled),
                                                "entropy": (c.entropy_unscaled, c.entropy_scaled),
                                                "grad": (c.grad_norm_unscaled, c.grad_norm_scaled)}, n_keys=n_keys),
-                    key="selfattn_sqrt_dk")
+                    key="selfattn_sqrt_dk",
+                    config=chart_downloads.config("Why divide by √d_k", detail=f"random queries, {n_keys} keys each"))
     st.caption(f"{c.n_samples} random queries per d, each against {n_keys} random keys, all entries N(0, 1) (fixed "
                "seed). Left: the spread of the softmax inputs. Middle: the entropy of the weights (ln n for uniform "
                "weights, 0 for one-hot). Right: the Frobenius norm of the softmax's Jacobian diag(p) − p pᵀ at its "
                "input, the factor every gradient through the softmax is multiplied by.")
+
+
+def one_query(col: DeltaGenerator, unscaled: np.ndarray, scaled: np.ndarray, *, d: int, n_keys: int) -> None:
+    """One random query's softmax weights at dimension ``d``, unscaled against scaled (in column ``col``)."""
+    col.plotly_chart(xf.softmax_bars(unscaled, scaled, d=d), key="selfattn_one_query",
+                     config=chart_downloads.config("Softmax of one random query", detail=f"d = {d}, {n_keys} keys"))

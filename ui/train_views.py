@@ -30,7 +30,7 @@ from attention_core.run_folders import (
     zip_unpacked_size,
 )
 from attention_core.training import KEPT_BY_WORDS, History, TrainConfig, metrics_from_probabilities, patience_stop
-from ui import background, figures, training_page, view_link
+from ui import background, chart_downloads, figures, training_page, view_link
 from ui.common import check_room, embeddings, kept, workspace_store
 from ui.live_chart import live_plotly_chart
 from ui.training_page import JobStatus, TrainingJob, TrainingPage, ordinal
@@ -108,15 +108,17 @@ def data_report(dataset: TextDataset, preview: pd.DataFrame, max_tokens: int) ->
     for warning in r.warnings:
         st.warning(warning, icon="⚠️")
     a, b = st.columns(2)
-    a.plotly_chart(figures.class_balance(r.class_counts), key="train_balance")
-    b.plotly_chart(figures.length_histogram(r.token_lengths, limit=max_tokens), key="train_lengths")
+    a.plotly_chart(figures.class_balance(r.class_counts), key="train_balance",
+                   config=chart_downloads.config("Class balance", model=r.source))
+    b.plotly_chart(figures.length_histogram(r.token_lengths, limit=max_tokens), key="train_lengths",
+                   config=chart_downloads.config("Sentence lengths", model=r.source))
     with st.expander(f"Preview ({r.source}: {r.encoding}, delimiter {r.delimiter!r})"):
         st.dataframe(preview.head(50), hide_index=True)
 
 
-def progress(snap: JobStatus, history: History, key: str = "train") -> None:
+def progress(snap: JobStatus, history: History, name: str, key: str = "train") -> None:
     """The live progress line and curves of a job (redrawn 2.5 times a second), from its status and its
-    history (read up to the lengths the status took).
+    history (read up to the lengths the status took); ``name``: the run's, in the chart's downloads.
 
     The curves' figure is kept in the session and only its data replaced
     (:class:`~ui.figures.LiveTrainingCurves`). The chart is a :func:`live_plotly_chart`,
@@ -132,12 +134,12 @@ def progress(snap: JobStatus, history: History, key: str = "train") -> None:
     if snap.epochs_recorded:
         curves = st.session_state.setdefault(f"{key}_live_curves", figures.LiveTrainingCurves())
         chart = curves(history.epochs[: snap.epochs_recorded], history.step_losses, steps=snap.steps_recorded)
-        live_plotly_chart(chart, key=f"{key}_live_curves_chart")
+        live_plotly_chart(chart, key=f"{key}_live_curves_chart", config=chart_downloads.config("Training curves", model=name))
 
 
-def probe_heatmap(history: History, model: ModelConfig, key: str = "train") -> None:
+def probe_heatmap(history: History, model: ModelConfig, name: str, key: str = "train") -> None:
     """The probe sentence's attention after the latest recorded epoch (rebuilt when that changes): the
-    model's last map, its last layer's or its pooling attention's (one row)."""
+    model's last map, its last layer's or its pooling attention's (one row); ``name``: the run's."""
     probe = history.probes[-1] if history.probes else None
     if not (probe and probe.sentences):
         return
@@ -150,7 +152,9 @@ def probe_heatmap(history: History, model: ModelConfig, key: str = "train") -> N
             attn[-1].mean(0), s.tokens, pooling=model.pooling == "attention",
             title=f"“{s.text}” · {model.map_names()[-1]}, head average · after epoch {probe.epoch}")
         cached = st.session_state[f"{key}_live_heatmap"] = (signature, fig.to_json(), fig.layout.height)
-    live_plotly_chart(cached[1], height=cached[2], key=f"{key}_live_probe_chart")  # redrawn when the JSON changes
+    named = chart_downloads.config("Attention during training", model=name, sentence=s.text, layer=model.map_names()[-1],
+                                   head="average of heads", detail=f"after epoch {probe.epoch}")
+    live_plotly_chart(cached[1], height=cached[2], key=f"{key}_live_probe_chart", config=named)  # redrawn when the JSON changes
 
 
 def job_buttons(page: TrainingPage, *, running: bool, waiting: bool = False) -> None:
@@ -244,8 +248,9 @@ def live_view(job: TrainingJob, every: float | None, *, waiting: bool = False) -
         return
     if waiting and every is not None:  # its turn came (or it was cancelled): draw the page's buttons again
         st.rerun(scope="app")
-    progress(snap, job.history)
-    probe_heatmap(job.history, job.model_config)  # its chart is redrawn only when a new epoch's probe arrives
+    name = snap.run_path.name if snap.run_path is not None else job.name  # (saved under a free name: "run-2")
+    progress(snap, job.history, name)
+    probe_heatmap(job.history, job.model_config, name)  # its chart is redrawn only when a new epoch's probe arrives
     if every is None:
         return
     if snap.done:  # the job just ended: redraw the page once, buttons enabled
@@ -326,7 +331,8 @@ def results(run: Run, run_path: Path | None, probs: np.ndarray | None = None, *,
         st.caption(f"**Kept model: {kept}**, the one with {KEPT_BY_WORDS[run.train_config.keep_by]}; the figures below are its "
                    "own. " + (accuracy_note(int(np.trace(np.asarray(m.confusion))), m.n) if m.n else ""))
         a, b = st.columns(2)
-        a.plotly_chart(figures.confusion_heatmap(m.confusion, m.labels), key="train_confusion")
+        a.plotly_chart(figures.confusion_heatmap(m.confusion, m.labels), key="train_confusion",
+                       config=chart_downloads.config("Confusion matrix", model=run.name, detail=f"kept model: {kept}"))
         b.dataframe(pd.DataFrame({"class": m.labels, "precision": m.precision, "recall": m.recall, "f1": m.f1,
                                   "support": m.support}).round(3), hide_index=True)
         _misclassified(run, texts, labels, probs)
@@ -380,7 +386,9 @@ def _misclassified(run: Run, texts, labels, probs: np.ndarray) -> None:
         st.plotly_chart(figures.attention_heatmap(np.asarray(p.attention)[-1].mean(0), p.tokens,
                                                   title=f"predicted {p.label} · {last}, head average",
                                                   pooling=run.model_config.pooling == "attention"),
-                        key="train_miss_heatmap")
+                        key="train_miss_heatmap",
+                        config=chart_downloads.config("Attention", model=run.name, sentence=text, layer=last,
+                                                      head="average of heads", detail=f"predicted {p.label}"))
 
 
 def _run_row(path: Path) -> dict:
@@ -515,7 +523,8 @@ def runs_manager(runs_dir: Path) -> None:
                 if note := not_on_one_scale({n: r.label_names for n, r in runs.items()}):
                     st.warning(note, icon=":material/balance:")
                 st.plotly_chart(figures.compare_curves({n: r.history.epochs for n, r in runs.items()}),
-                                key="train_compare_chart")
+                                key="train_compare_chart",
+                                config=chart_downloads.config("Training curves", model=" vs ".join(runs)))
 
 
 def not_on_one_scale(labels: dict[str, Sequence[str]]) -> str | None:

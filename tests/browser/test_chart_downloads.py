@@ -8,13 +8,14 @@ import re
 import struct
 from pathlib import Path
 
-from tests.helpers.browser import E2E, browser_page
+from tests.helpers.browser import E2E, SHOTS, browser_page
 from ui import chart_downloads
 from ui.chart_downloads import SVG_TITLE
 
 pytestmark = E2E
 PNG_TITLE = "Download plot as a PNG"
 MODEL, SENTENCE = "default model on UCI sentences", "the food was not good at all"  # Home's first view
+SELF_ATTENTION = "Your journey starts with one step"  # the Self-attention page's sentence
 NAMES = {  # the file each chart is saved as, without its extension
     "heatmap": chart_downloads.filename("Attention", model=MODEL, sentence=SENTENCE, layer="Layer 1", head="Average of heads"),
     "grid": chart_downloads.filename("Attention, every layer and head", model=MODEL, sentence=SENTENCE),
@@ -61,7 +62,8 @@ def test_every_chart_saves_an_svg_beside_the_png(server):
 
 
 def test_another_page_s_charts_save_an_svg_too(server):
-    """A page of st.plotly_charts only (Streamlit's own plotly.js), reached through the router's address."""
+    """A page of st.plotly_charts only (Streamlit's own plotly.js), reached through the router's address: its charts
+    are named and titled too (the post's sentence, the query)."""
     with browser_page() as page:
         page.goto(f"{server}/Self_attention")
         charts = page.get_by_test_id("stMain").get_by_test_id("stPlotlyChart").locator(".js-plotly-plot")
@@ -73,5 +75,19 @@ def test_another_page_s_charts_save_an_svg_too(server):
                    && c.every(e => e.querySelectorAll(`[data-title="${png}"] + [data-title="${svg}"]`).length === 1) }""",
             arg=[PNG_TITLE, SVG_TITLE], timeout=30_000)
         assert page.locator(".st-key-chart_downloads_svg_buttons").is_hidden()
-        name, svg = _download_svg(page, charts.first)  # a chart without a config: named after the page and its title
-        assert re.fullmatch(r"self-attention[a-z-]*_scores-of-[a-z]+\.svg", name) and svg.startswith("<svg")
+        first = charts.first  # the first query's scores: named after the post's sentence and the query
+        named = chart_downloads.filename("Scores of one query", sentence=SELF_ATTENTION, detail="query “journey”")
+        name, svg = _download_svg(page, first)
+        assert name == f"{named}.svg" and svg.startswith("<svg")  # was: self-attention_scores-of-journey.svg
+        text = " ".join(re.sub(r"<[^>]+>", " ", svg).split())
+        assert all(part in text for part in ("Scores of one query", f"“{SELF_ATTENTION}”", "query “journey”")), text
+        title = re.search(r'<g class="g-gtitle">.*?</g>', svg).group(0)  # wider than this narrow chart: on two lines,
+        assert title.count('class="line"') == 3  # then the chart's own title (was: one line, cut at the file's edge)
+        with page.expect_download(timeout=30_000) as png:
+            first.locator(f'.modebar-btn[data-title="{PNG_TITLE}"]').click()
+        assert png.value.suggested_filename == f"{named}.png"
+        data = Path(png.value.path()).read_bytes()
+        assert data.startswith(b"\x89PNG") and _png_height(data) >= first.bounding_box()["height"] + 20  # the title's line
+        if SHOTS:  # the file a teacher puts on a slide, to look at
+            Path(SHOTS).mkdir(parents=True, exist_ok=True)
+            (Path(SHOTS) / png.value.suggested_filename).write_bytes(data)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -126,6 +127,8 @@ def test_faithfulness_reports_on_the_runs_validation_set_by_default(cli, trained
     r = cli("faithfulness", str(trained), str(csv), "--text-col", "review", "--label-col", "stars", "--quiet")
     assert r.returncode == 0, r.stderr
     assert last_json(r.stdout)["n"] == 3 and "sentences:" not in r.stderr
+    # the accuracy's yardstick beside it: 1 of the 3 rows is each label, so always answering one scores 1/3
+    assert re.search(r"accuracy \d\.\d{3}, always answering “(negative|neutral|positive)” would score 0\.333", r.stderr)
 
 
 def test_predict_summary_for_a_person_on_stderr(trained):

@@ -2,10 +2,11 @@
 
 import csv
 import io
+import json
 
 import numpy as np
 
-from attention_core.export import CSV_HEADER, attention_csv, file_stem
+from attention_core.export import CSV_HEADER, attention_csv, attention_json, file_stem
 
 
 def test_attention_csv_has_a_row_per_layer_head_query_and_key():
@@ -34,6 +35,23 @@ def test_a_pooling_attention_s_map_is_one_row_per_head_and_word_named_pooling():
     for _, head, _, _, key, _, weight in pooled:
         assert abs(float(weight) - pooling[0, int(head) - 1, 0, int(key)]) <= 5e-6
     assert attention_csv(tokens, layers, n_layers=2) == attention_csv(tokens, layers)  # no pooling map: as before
+
+
+def test_the_json_holds_a_pooling_attention_s_map_once_per_head_as_the_csv_does():
+    """Was: its one row repeated for every word, as a third layer's map under "attention"."""
+    tokens = ["not", "good", "."]
+    rng = np.random.default_rng(2)
+    layers = rng.dirichlet(np.ones(3), size=(2, 4, 3))  # (L=2, H=4, T=3, T=3)
+    pooling = np.repeat(rng.dirichlet(np.ones(3), size=(1, 4, 1)), 3, axis=2)  # (1, H, T, T): T identical rows
+    out = json.loads(json.dumps(attention_json("run a", "not good.", tokens, "negative", {"negative": 0.9, "positive": 0.1},
+                                               np.concatenate([layers, pooling]), n_layers=2)))
+    assert out["run"] == "run a" and out["tokens"] == tokens and out["label"] == "negative"
+    np.testing.assert_allclose(out["attention"], layers)  # [layer][head][query][key]: the layers' maps only
+    np.testing.assert_allclose(out["pooling"], pooling[0, :, 0])  # [head][key]: each head's one row
+    csv_rows = [r for r in csv.reader(io.StringIO(attention_csv(tokens, np.concatenate([layers, pooling]), 2))) if r[0] == "pooling"]
+    assert len(csv_rows) == np.size(out["pooling"])  # the same weights as the CSV's, one per head and word
+    plain = attention_json("run a", "not good.", tokens, "negative", {}, layers, n_layers=2)
+    assert "pooling" not in plain and np.shape(plain["attention"]) == (2, 4, 3, 3)
 
 
 def test_file_stem():

@@ -4,6 +4,7 @@ out by hand and from real trainings."""
 
 import math
 from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -66,7 +67,7 @@ def test_a_constant_predictor_learned_nothing_and_predicts_one_class():
     assert v.message == ("The model learned nothing beyond always answering “positive” (the label of 56.2% of the "
                          "validation rows): "
                          "accuracy 56.2% vs majority 56.2%. It predicts “positive” for every validation row. " + ADVICE)
-    assert v.headline == "learned nothing beyond “positive”; predicts “positive” for 100%"
+    assert v.word == "no, one class"
     assert verdict_fields(v) == {"majority_label": "positive", "majority_share": 0.5625, "predicted_label": "positive",
                                  "predicted_share": 1.0, "learned": False, "verdict": "nothing"}
 
@@ -84,7 +85,7 @@ def test_a_good_predictor_learned_and_is_not_warned():
     low, high = wilson_interval(82, 100)
     assert v.interval == (low, high) and low > v.majority_share == 0.5
     assert ADVICE not in v.message and f"95% interval {low:.0%}–{high:.0%} over 100 validation rows" in v.message
-    assert v.headline == "learned"
+    assert v.word == "yes"
 
 
 def test_on_a_tiny_validation_set_a_lead_within_chance_is_no_sign_of_learning():
@@ -93,7 +94,7 @@ def test_on_a_tiny_validation_set_a_lead_within_chance_is_no_sign_of_learning():
     assert tiny.accuracy > tiny.majority_share and tiny.interval[0] <= tiny.majority_share
     assert tiny.verdict == "unclear" and tiny.warn
     assert "no clear sign of learning beyond always answering “a”" in tiny.message and "on 6 validation rows" in tiny.message
-    assert tiny.headline == "no clear gain over “a”"
+    assert tiny.word == "unclear"
     # The same shares on 600 rows: the interval is narrow enough for them to show learning.
     large = learning_verdict([[400, 0], [100, 100]], ["a", "b"])
     assert (large.accuracy, large.majority_share) == (tiny.accuracy, tiny.majority_share)
@@ -135,3 +136,18 @@ def test_a_run_saved_before_the_confusion_was_recorded_gets_no_verdict():
     del old["val_confusion"]
     history = History.from_dict({"epochs": [old], "best_epoch": 1})
     assert history.kept_record.val_confusion is None and run_verdict(history, ["a", "b"]) is None
+
+
+def test_the_bundled_run_has_its_kept_epochs_confusion_and_it_is_the_saved_models():
+    """data/default_run was trained before confusions were recorded; its kept epoch's was filled in from the saved
+    (kept) model on the saved validation rows, so the runs list can say whether it learned (it did)."""
+    from attention_core.runs import load_run
+    from attention_core.training import evaluate_texts
+
+    run = load_run(Path(__file__).resolve().parents[2] / "data" / "default_run")
+    texts, labels = run.validation
+    measured = evaluate_texts(run.model, run.encoder, texts, [run.label_names[y] for y in labels], run.label_names)
+    kept = run.history.kept_record
+    assert kept.val_confusion == measured.confusion and measured.accuracy == pytest.approx(kept.val_accuracy)
+    v = run_verdict(run.history, run.label_names)
+    assert v.learned and not v.warn

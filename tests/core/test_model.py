@@ -188,6 +188,10 @@ def test_pool() -> None:
         {"max_len": 0},
         {"d_model": -4},
         {"d_model": 0},
+        {"frozen_layers": 3, "n_layers": 2},
+        {"frozen_layers": -1},
+        {"base": "minilm", "positional": "sinusoidal"},
+        {"base": "minilm", "positional": "learned", "pooling": "attention"},
     ],
 )
 def test_config_validation(bad: dict) -> None:
@@ -452,3 +456,11 @@ def test_forward_is_forward_features_of_embed_to_the_bit(name: str) -> None:
         assert torch.equal(logits, want_logits)
         assert torch.equal(attn, want_attn)
     assert torch.equal(model(ids, mask, extra, need_weights=False)[0], want_logits)
+
+
+def test_frozen_layers_keep_the_lowest_layers_as_they_are() -> None:
+    torch.manual_seed(0)
+    model = AttentionClassifier(ModelConfig(**{**SMALL, "n_layers": 3, "frozen_layers": 2}))
+    trains = {name.split(".")[1] for name, p in model.named_parameters() if name.startswith("blocks.") and p.requires_grad}
+    assert trains == {"2"}  # only the top layer's parameters
+    assert model.head.weight.requires_grad and model.embedding.weight.requires_grad

@@ -24,6 +24,17 @@ def live_chart(at: AppTest, key: str) -> dict:
     return json.loads(json.loads(found[0].proto.json)["spec"])
 
 
+def download_options(at: AppTest) -> dict[str, dict]:
+    """Each chart's ``toImageButtonOptions`` (the name and title of its PNG and SVG: ui.chart_downloads) by its key:
+    the st.plotly_charts' and the live charts' (ui.live_chart); {} for a chart without them."""
+    charts = {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.config or "{}") for c in at.get("plotly_chart")}
+    for c in at.get("bidi_component"):
+        data = json.loads(c.proto.json or "{}")
+        if "spec" in data:
+            charts[c.proto.id.rsplit("-", 1)[-1]] = data.get("config") or {}
+    return {key: config.get("toImageButtonOptions", {}) for key, config in charts.items()}
+
+
 def array(value: list | dict) -> np.ndarray:
     """A plotly JSON array: a plain list, or plotly's typed array ``{"dtype", "bdata", "shape"}``."""
     if isinstance(value, dict):

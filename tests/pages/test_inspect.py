@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 from attention_core import Run, TrainConfig, Trainer, dataset_from_lists, load_embeddings, load_run, save_run
 from attention_core.explain import explain
+from attention_core.export import attention_json
 from attention_core.metrics import spearman
 from attention_core.presets import SEED
 from tests.helpers.apptest import array, chart, widget
@@ -28,7 +29,7 @@ PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "2_Inspect.py")
 KEYS = [
     "inspect_run", "inspect_source", "inspect_text", "inspect_layer", "inspect_head", "inspect_topk", "inspect_threshold",
     "inspect_method", "inspect_show_position", "inspect_tl_source", "inspect_tl_layer", "inspect_compare_mode",
-    "inspect_compare_text",
+    "inspect_compare_text", "neuron_layer", "neuron_head", "neuron_query",
 ]
 
 
@@ -45,8 +46,8 @@ def test_renders_with_every_section_and_control(runs_dir: Path) -> None:
         widget(at, key)
     titles = [t.value for t in at.title]
     assert titles == [":material/biotech: Inspect a model"]
-    assert [t.label for t in at.tabs] == ["Model view", "Rollout and saliency", "Input features", "Time-lapse", "Compare",
-                                          "Export"]
+    assert [t.label for t in at.tabs] == ["Model view", "Rollout and saliency", "Neuron view", "Input features",
+                                          "Time-lapse", "Compare", "Export"]
     grid = chart(at, "inspect_grid")
     assert grid["layout"]["clickmode"] == "event+select"
     first = json.loads(at.get("plotly_chart")[1].proto.spec)  # the first attention chart is the grid
@@ -235,6 +236,24 @@ def test_downloads(runs_dir: Path) -> None:
     assert labels == ["Zoomed map (HTML)", "All weights (CSV)", "All weights (JSON)"]
 
 
+def test_the_json_download_holds_the_pooling_map_once_per_head(runs_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               bundled: Run) -> None:
+    """As the CSV does (one row per head and word): was the pooling map's one row repeated for every word, as a
+    third layer under "attention"."""
+    from ui import inspect_views
+
+    made = []
+    monkeypatch.setattr(inspect_views, "attention_json", lambda *a, **k: made.append(attention_json(*a, **k)) or made[-1])
+    at = page()  # the bundled run: 2 layers, then its pooling attention's map
+    assert not at.exception and made
+    payload = made[-1]
+    ex = explain(bundled, payload["text"])
+    assert json.loads(json.dumps(payload)) == payload  # plain lists and numbers
+    np.testing.assert_allclose(payload["attention"], ex.attention[:2].numpy(), atol=1e-6)  # [layer][head][query][key]
+    np.testing.assert_allclose(payload["pooling"], ex.attention[2, :, 0].numpy(), atol=1e-6)  # [head][key]
+    assert "pooling [head][key]" in at.get("download_button")[2].proto.help
+
+
 def test_seed_like_run_shows_the_position_index_feature(runs_dir: Path) -> None:
     texts = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"] * 2
     labels = ["pos", "pos", "pos", "neg", "neg", "neg"] * 2
@@ -331,3 +350,27 @@ def test_the_time_lapse_plays_in_the_browser(server: str) -> None:
             page.wait_for_timeout(100)
         assert {"Epoch 0", "Epoch 12"} <= seen and len(seen) >= 3, seen
         assert not main.get_by_test_id("stException").count()
+
+
+def test_the_neuron_view_takes_one_heads_row_apart_with_the_models_numbers(runs_dir: Path) -> None:
+    """Layer 2, head 3, the query "not": the softmax column equals that row of the map the Model view shows."""
+    at = page()
+    widget(at, "neuron_layer").select(1)
+    widget(at, "neuron_head").select(2)
+    widget(at, "neuron_query").select(3).run()
+    assert not at.exception
+    fig = chart(at, "inspect_neuron")
+    assert fig["data"][0]["y"][0] == "q (not)" and fig["data"][0]["y"][1:] == [
+        f"{i + 1} {w}" for i, w in enumerate(["the", "food", "was", "not", "good", "at", "all"])]
+    highest = fig["data"][0]["colorscale"][-1][1]  # as the caption says: red above 0, blue below
+    assert "red above 0, blue below" in " ".join(c.value for c in at.caption) and highest == "rgb(103,0,31)"
+    softmax = array(fig["data"][2]["z"])[1:, 2]
+    ex = explain(load_run(Path(PAGE).parents[1] / "data" / "default_run"), "the food was not good at all")
+    assert np.allclose(softmax, ex.attention[1, 2, 3].numpy(), atol=1e-6)
+    said = next(m.value for m in at.markdown if m.value.startswith("For **"))
+    top = ["the", "food", "was", "not", "good", "at", "all"][int(np.argmax(softmax))]
+    assert said.startswith(f"For **{top}**: q·k = ") and f"gives **{max(softmax):.3f}**" in said
+    # the pooling attention: one query, the label's; the word picker has nothing to pick
+    widget(at, "neuron_layer").select(2).run()
+    assert widget(at, "neuron_query_pooling").disabled and not at.exception
+    assert chart(at, "inspect_neuron")["data"][0]["y"][0] == "q (the label's query)"

@@ -11,8 +11,10 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core import Run, load_dataset, load_run
 from attention_core.presets import SEED
+from attention_core.text import file_stem
 from runner.jobs import JobSequence
-from tests.helpers.apptest import chart, page_job
+from tests.helpers.apptest import chart, download_options, page_job
+from ui.seed_views import VARIANTS
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = str(ROOT / "pages" / "6_Seed_experiment.py")
@@ -89,6 +91,20 @@ def test_the_text_states_what_the_trained_runs_do(runs_dir: Path) -> None:
     assert [f["name"] for f in lapse["frames"]] == [str(e) for e in range(31)]
     kept = sorted(seq.jobs["frozen"].run.snapshots)
     assert lapse["layout"]["xaxis3"]["ticktext"] == [str(e) for e in kept[:-1]] + ["30★"]
+
+
+def test_every_chart_downloads_under_its_variants_name_with_its_sentence(runs_dir: Path) -> None:
+    at, _ = trained(2, 1)
+    options = download_options(at)
+    maps = {f"seedexp_map_{i}_{key}" for i in range(len(SEED.train.probes)) for key in VARIANTS}
+    assert {f"seedexp_live_curve_{key}" for key in VARIANTS} | maps | {"seedexp_time_lapse"} == set(options)
+    for key, named in options.items():
+        variant = VARIANTS[key.rsplit("_", 1)[-1]] if key != "seedexp_time_lapse" else VARIANTS["frozen"]
+        assert f" · {variant} · " in f"{named['title']} · ", key  # what it shows, then the variant
+        assert file_stem(variant, 30).strip("-") in named["filename"], key
+    first = f"“{SEED.train.probes[0]}”"  # the maps' first sentence, and the time-lapse's
+    assert first in options["seedexp_map_0_head"]["title"] and first in options["seedexp_time_lapse"]["title"]
+    assert options["seedexp_map_0_default"]["title"].endswith(" · average of heads")
 
 
 def test_saving_a_variant_takes_a_free_name_and_touches_nothing_else(runs_dir: Path) -> None:

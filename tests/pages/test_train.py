@@ -70,7 +70,16 @@ def test_results_and_runs_list_give_the_kept_models_accuracy_and_say_which_epoch
     row = runs_list(train_page())["bundled-copy"]
     assert row["val accuracy"] == "88.3%"  # the results' figure, not the last epoch's 87.8 %
     assert row["kept model"] == "epoch 8" and row["epochs"] == "12 of 40"
-    assert row["majority"] == row["learned?"] == "–"  # saved before the validation confusion was recorded
+    assert row["majority"] == "50.0%" and row["learned?"] == "yes"
+
+    old = runs_dir / "saved-before-confusions"  # a run saved before the validation confusion was recorded
+    shutil.copytree(BUNDLED, old)
+    history = json.loads((old / "history.json").read_text())
+    for record in history["epochs"]:
+        record.pop("val_confusion", None)
+    (old / "history.json").write_text(json.dumps(history))
+    row = runs_list(train_page())["saved-before-confusions"]
+    assert row["val accuracy"] == "88.3%" and row["majority"] == row["learned?"] == "–"  # nothing guessed
 
 
 # -- a run that learned nothing says so -----------------------------------------------------------------

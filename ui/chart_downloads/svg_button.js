@@ -5,13 +5,13 @@
 // again whenever plotly.js rebuilds a toolbar.
 //
 // Both buttons save the file this script makes: named and titled from the chart's config (toImageButtonOptions'
-// filename and title: ui/chart_downloads.py), the title drawn on top of the chart's own in the file only; a
-// chart without them is named after the page and its own title. The camera's click is taken before plotly.js's
+// filename and title: ui/chart_downloads.py), the title drawn on top of the chart's own in the file only, on as
+// many lines as the chart's width needs; a chart without them is named after the page and its own title. The camera's click is taken before plotly.js's
 // own (a listener on the chart, in the capture phase), which would save the chart untitled.
 
 const PNG_TITLE = "Download plot as a PNG";  // plotly.js's title of its camera with the default format
 const SVG_TITLE = "Download plot as an SVG";
-const LINE = 34;  // px of room above the chart for the added title line
+const LINE = 34;  // px of room above the chart for the added title's first line
 
 function plotlyFor(chart) {  // the plotly.js that drew the chart: Streamlit's, or the live charts' copy
   return chart.classList.contains("live-plotly-chart") ? window.__livePlotly || window.Plotly : window.Plotly;
@@ -41,8 +41,29 @@ function pageName() {  // "Inspect" from "Inspect · Attention Playground"
   return document.title.split(" · ")[0].trim() || "Attention Playground";
 }
 
-// The file's name (no extension), the title drawn in it, and whether a line was added above the chart's own title.
-function naming(chart) {
+// The added title's lines: "what · model · “sentence” · …" cut between its parts (else between words) so that each line
+// fits ``width`` px in ``font`` (the chart's title font, as plotly.js resolved it): a narrow chart's title stays whole.
+function wrapped(text, width, font) {
+  const context = (wrapped.canvas = wrapped.canvas || document.createElement("canvas")).getContext("2d");
+  context.font = `${font.size || 17}px ${font.family || "sans-serif"}`;
+  const fits = (line) => context.measureText(line).width <= width;
+  const pieces = text.split(" · ").flatMap((part) =>  // a part too wide: its words, one by one
+    (fits(part) ? [part] : part.split(" ")).map((piece, i) => ({ piece, sep: i ? " " : " · " })));
+  const lines = [];
+  let line = "";
+  for (const { piece, sep } of pieces) {
+    if (line && !fits(line + sep + piece)) {
+      lines.push(line);
+      line = piece;
+    } else {
+      line = line ? line + sep + piece : piece;
+    }
+  }
+  return [...lines, line].filter(Boolean);
+}
+
+// The file's name (no extension), the title drawn in it, and how many lines were added above the chart's own title.
+function naming(chart, width) {
   const options = (chart._context && chart._context.toImageButtonOptions) || {};
   const layoutTitle = chart.layout && chart.layout.title;
   const own = (typeof layoutTitle === "string" ? layoutTitle : layoutTitle && layoutTitle.text) || "";
@@ -50,23 +71,30 @@ function naming(chart) {
   let added = options.title || (own ? "" : `${pageName()} · Attention Playground`);
   if (added && lines.length && added.toLowerCase().includes(plainText(lines[0]).toLowerCase())) lines.shift();  // said already
   const filename = options.filename || [slug(pageName(), 30), slug(lines[0] || "chart", 60)].filter(Boolean).join("_");
-  return { filename, text: [added, ...lines].filter(Boolean).join("<br>"), added: Boolean(added) };
+  const font = (chart._fullLayout && chart._fullLayout.title && chart._fullLayout.title.font) || {};
+  const addedLines = added ? wrapped(added, width - 20, font) : [];
+  return { filename, text: [...addedLines, ...lines].join("<br>"), added: addedLines.length, size: font.size || 17 };
 }
 
 async function download(chart, format) {
   const Plotly = plotlyFor(chart);
-  const { filename, text, added } = naming(chart);
   const full = chart._fullLayout || {};
-  const extra = added ? LINE : 0;
   const width = full.width || chart.offsetWidth;
+  const { filename, text, added, size } = naming(chart, width);
+  const extra = added ? LINE + Math.ceil((added - 1) * 1.3 * size) : 0;  // a line more for each wrapped one (plotly's 1.3em)
   const height = (full.height || chart.offsetHeight) + extra;
   const layoutTitle = chart.layout.title;
   const ownPad = (typeof layoutTitle === "object" && layoutTitle.pad) || {};
-  const title = added  // the added line at the top of the file, over a band of its own; the chart below as drawn
+  // plotly.js puts a one-line title's cap height below its top anchor, but a title of several lines' first baseline
+  // on it: pushed down by the cap height (0.7em), its first line sits where a one-line title's would.
+  const lift = text.includes("<br>") ? Math.round(0.7 * size) : 0;
+  const title = added  // the added lines at the top of the file, over a band of their own; the chart below as drawn
     ? { ...(typeof layoutTitle === "object" ? layoutTitle : {}), text, x: 0, xanchor: "left", y: 1, yanchor: "top",
-        yref: "container", pad: { ...ownPad, t: (ownPad.t || 0) + 12, l: ownPad.l || 10 } }  // (a title of several lines
-    : layoutTitle;                                                                           // rises a little above its anchor)
-  const margin = { ...(chart.layout.margin || {}), t: ((full.margin && full.margin.t) || 0) + extra };
+        yref: "container", pad: { ...ownPad, t: Math.max(ownPad.t || 0, 12) + lift, l: ownPad.l || 10 } }
+    : layoutTitle;
+  // The top margin the chart was drawn with (its axis labels' automargin included), and the band above it.
+  const top = (full._size && full._size.t) || (full.margin && full.margin.t) || 0;
+  const margin = { ...(chart.layout.margin || {}), t: top + extra };
   const layout = { ...chart.layout, title, margin, width, height };
   const url = await Plotly.toImage({ data: chart.data, layout }, { format, width, height });
   const link = document.createElement("a");
