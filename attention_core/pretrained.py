@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -29,6 +29,7 @@ from torch import Tensor, nn
 
 from attention_core import map_names as naming
 from attention_core.attention import MultiHeadAttention
+from attention_core.configs import ModelConfig, TrainConfig
 from attention_core.encoding import Batch, Encoded, check_sentence
 from attention_core.errors import ConfigError, RunError
 from attention_core.model import AttentionEdit, pool
@@ -307,6 +308,11 @@ class BertClassifier(nn.Module):
             self.head.weight.normal_(0.0, 0.02)
             self.head.bias.zero_()
 
+    @property
+    def embedding(self) -> nn.Embedding:
+        """The word-piece table, under the small model's name (the trainer gives it its own learning rate)."""
+        return self.word_embeddings
+
     def embed(self, ids: Tensor, extra: Tensor | None = None, casing: Tensor | None = None) -> Tensor:
         """Word-piece ids → their vectors (what saliency and integrated gradients start from). (B, T) → (B, T, D).
 
@@ -501,3 +507,100 @@ def load_pretrained(
     missing, unexpected = model.load_state_dict(checkpoint.state_dict(), strict=False)
     assert not unexpected and set(missing) == {"head.weight", "head.bias"}, (missing, unexpected)
     return model.eval(), encoder
+
+
+# --- a pretrained encoder as a kind of model: its ModelConfig, runs, and the untrained one ------------------------
+
+UNTRAINED_LABELS = ("class 1", "class 2")  # the bundled encoder's head before fine-tuning: no labels to name yet
+
+
+def base_folder(base: str | Path) -> Path:
+    """A run's ``base`` (:attr:`ModelConfig.base`) → its checkpoint folder: :data:`BUNDLED`'s inside the installed
+    package, or the folder named."""
+    return bundled_checkpoint() if str(base) == BUNDLED else Path(base)
+
+
+def base_name(base: str | Path) -> str:
+    """How a run names its base checkpoint: :data:`BUNDLED`, or the folder's absolute path."""
+    return BUNDLED if str(base) == BUNDLED else str(Path(base).expanduser().resolve())
+
+
+def is_checkpoint(path: str | Path) -> bool:
+    """Whether ``path`` names a pretrained checkpoint rather than a run folder: :data:`BUNDLED`, or a folder whose
+    config.json has a ``model_type`` (a run's config.json has a ``format`` instead). Not a full check:
+    :func:`read_checkpoint` does that."""
+    if str(path) == BUNDLED:
+        return True
+    config = Path(path) / "config.json"
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and "model_type" in data and "format" not in data
+
+
+def base_model_config(base: str | Path, n_classes: int = 2, **choices: object) -> ModelConfig:
+    """The :class:`ModelConfig` of a classifier on the checkpoint ``base``: its sizes copied from config.json, and
+    ``choices`` (``pooling`` "mean" or "first", ``frozen_layers``, ``freeze_embeddings``, ``freeze_head``,
+    ``dropout``). Raises :class:`RunError` for a folder that is not a checkpoint.
+
+    Example:
+        >>> cfg = base_model_config("minilm", n_classes=3, frozen_layers=4)
+        >>> cfg.n_layers, cfg.n_heads, cfg.model_dim, cfg.base
+        (6, 12, 384, 'minilm')
+    """
+    bert = read_checkpoint(base_folder(base), n_classes=n_classes).config
+    values = {"n_classes": n_classes, "vocab_size": bert.vocab_size, "embedding_dim": bert.hidden,
+              "n_layers": bert.n_layers, "n_heads": bert.n_heads, "d_model": bert.hidden, "d_ff": bert.intermediate,
+              "max_len": bert.max_positions, "positional": "learned", "residual": True, "layer_norm": True,
+              "feed_forward": True, "pooling": "mean", "dropout": bert.dropout, "base": base_name(base), **choices}
+    return ModelConfig(**values)
+
+
+def load_base(cfg: ModelConfig, *, max_tokens: int | None = None, seed: int = 0) -> tuple[BertClassifier, WordPieceEncoder]:
+    """The classifier ``cfg`` describes (``cfg.base`` set): the checkpoint's encoder, a head of ``cfg.n_classes``
+    initialised from ``seed``, and the parts ``cfg`` freezes frozen (the word-piece embeddings with
+    ``freeze_embeddings``, all the embeddings' tables and norm; the lowest ``frozen_layers`` layers; the head with
+    ``freeze_head``). Raises :class:`RunError` when the checkpoint is missing or no longer has ``cfg``'s sizes."""
+    if cfg.base is None:
+        raise ValueError("this config has no base checkpoint: build an AttentionClassifier instead")
+    checkpoint = read_checkpoint(base_folder(cfg.base), n_classes=cfg.n_classes, pooling=cfg.pooling)
+    bert = checkpoint.config
+    if (bert.n_layers, bert.n_heads, bert.hidden, bert.intermediate, bert.vocab_size) != (
+            cfg.n_layers, cfg.n_heads, cfg.model_dim, cfg.d_ff, cfg.vocab_size):
+        raise RunError(f"the checkpoint {cfg.base} is not the one this run was made from (its sizes differ)",
+                       "put the run's base checkpoint back in its folder")
+    bert = replace(bert, dropout=cfg.dropout)
+    encoder = WordPieceEncoder.from_checkpoint(checkpoint, max_tokens=max_tokens)
+    model = BertClassifier(bert)
+    model.load_state_dict(checkpoint.state_dict(), strict=False)
+    with torch.no_grad():  # the head: N(0, 0.02) as Hugging Face's, from the seed (the same untrained head each time)
+        model.head.weight.copy_(torch.randn(model.head.weight.shape, generator=torch.Generator().manual_seed(seed)) * 0.02)
+        model.head.bias.zero_()
+    if cfg.freeze_embeddings:
+        for part in (model.word_embeddings, model.position_embeddings, model.token_type_embeddings,
+                     model.embedding_norm):
+            part.requires_grad_(False)
+    for block in model.blocks[: cfg.frozen_layers]:
+        block.requires_grad_(False)
+    model.head.requires_grad_(not cfg.freeze_head)
+    return model.eval(), encoder
+
+
+def base_title(base: str) -> str:
+    """A base checkpoint in a sentence: "all-MiniLM-L6-v2" for the bundled one, else its folder's name."""
+    return "all-MiniLM-L6-v2" if base == BUNDLED else Path(base).name
+
+
+def pretrained_run(base: str | Path = BUNDLED):
+    """The checkpoint ``base`` as a :class:`~attention_core.runs.Run` before any fine-tuning: its attention is the
+    pretrained model's; its 2-class head is untrained (its labels :data:`UNTRAINED_LABELS`, its history empty), so
+    its predictions mean nothing until it is fine-tuned on labelled data."""
+    from attention_core.history import History
+    from attention_core.runs import Run
+
+    cfg = base_model_config(base, n_classes=len(UNTRAINED_LABELS))
+    model, encoder = load_base(cfg)
+    history = History(status="pretrained", message="the classifier head is untrained: fine-tune it on labelled data")
+    return Run(model, encoder, cfg, TrainConfig(max_tokens=encoder.max_tokens), UNTRAINED_LABELS, history,
+               name=f"{base_title(cfg.base)} (pretrained)", path=None)

@@ -148,14 +148,21 @@ def save_run(run: Run, path: str | os.PathLike, *, overwrite: bool = False, name
         history = run.history.to_dict()
         history["validation"] = {"texts": list(run.validation[0]), "labels": list(run.validation[1])}
         (folder / "history.json").write_text(json.dumps(history))
-        state = {k: v.detach().contiguous() for k, v in run.model.state_dict().items()}
-        save_file(state, str(folder / "model.safetensors"), metadata={"format": FORMAT})
+        save_file(_weights_to_save(run), str(folder / "model.safetensors"), metadata={"format": FORMAT})
         if run.snapshots:
             snaps = {f"epoch{e}/{k}": v.contiguous() for e, weights in run.snapshots.items() for k, v in weights.items()}
             save_file(snaps, str(folder / SNAPSHOT_FILE), metadata={"format": FORMAT})
 
     run.path = write_run_folder(path, write, overwrite=overwrite)
     return run.path
+
+
+def _weights_to_save(run: Run) -> dict[str, torch.Tensor]:
+    """A run's weights file: every weight of a small model; of a fine-tuned pretrained encoder only the weights
+    training changed (the others are its base checkpoint's, which the run names and never copies)."""
+    if run.model_config.base is None:
+        return {k: v.detach().contiguous() for k, v in run.model.state_dict().items()}
+    return {k: p.detach().contiguous() for k, p in run.model.named_parameters() if p.requires_grad}
 
 
 def save_new_run(run: Run, runs_dir: str | os.PathLike, name: str) -> Path:
@@ -171,7 +178,15 @@ def save_new_run(run: Run, runs_dir: str | os.PathLike, name: str) -> Path:
 
 
 def load_run(path: str | os.PathLike, *, embedding_file: str | None = None) -> Run:
-    """Load and check a run directory. ``embedding_file`` overrides a moved word-vector file."""
+    """Load and check a run directory. ``embedding_file`` overrides a moved word-vector file.
+
+    ``path`` may also name a pretrained checkpoint (``"minilm"``, or a BERT-family checkpoint folder): its encoder
+    with an untrained head (:func:`attention_core.pretrained.pretrained_run`).
+    """
+    from attention_core import pretrained
+
+    if pretrained.is_checkpoint(path):
+        return pretrained.pretrained_run(path)
     path = Path(path)
     if not path.is_dir():
         raise RunError(f"run directory not found: {path}", missing_run_hint(path))
@@ -188,6 +203,8 @@ def load_run(path: str | os.PathLike, *, embedding_file: str | None = None) -> R
         model_config = ModelConfig.from_dict(cfg["model"])
         train_config = TrainConfig.from_dict(cfg["train"])
         labels = tuple(str(x) for x in cfg["labels"])
+        if model_config.base is not None:
+            return _load_fine_tuned(path, cfg, vocab, model_config, train_config, labels)
         source = EmbeddingSource.from_dict(vocab["embedding"])
         if embedding_file:
             source = EmbeddingSource("file", embedding_file, source.binary, source.limit)
@@ -225,6 +242,35 @@ def load_run(path: str | os.PathLike, *, embedding_file: str | None = None) -> R
         raise RunError(f"{path / 'model.safetensors'} does not fit the config (e.g. {diff})", "re-train the run")
     model.load_state_dict(state)
     model.eval()
+    snapshots = _load_snapshots(path / SNAPSHOT_FILE, model) if (path / SNAPSHOT_FILE).is_file() else {}
+    val = (tuple(validation.get("texts", [])), tuple(int(x) for x in validation.get("labels", [])))
+    return Run(model, encoder, model_config, train_config, labels, history, str(cfg.get("name", path.name)), path, val,
+               snapshots)
+
+
+def _load_fine_tuned(path: Path, cfg: dict, vocab: dict, model_config: ModelConfig, train_config: TrainConfig,
+                     labels: tuple[str, ...]) -> Run:
+    """A run fine-tuned from a pretrained checkpoint: the checkpoint's weights, then the run's own (every weight
+    training changed, and nothing else) over them."""
+    from attention_core.pretrained import load_base
+
+    if len(labels) != model_config.n_classes:
+        raise RunError(f"{path}: labels do not match the model config", "re-train the run")
+    model, encoder = load_base(model_config, max_tokens=int(vocab["max_tokens"]))
+    try:
+        state = load_file(str(path / "model.safetensors"))
+    except Exception as err:  # safetensors raises its own error types
+        raise RunError(f"{path / 'model.safetensors'} cannot be read ({err})", "re-train the run") from err
+    expected = {k: tuple(p.shape) for k, p in model.named_parameters() if p.requires_grad}
+    got = {k: tuple(v.shape) for k, v in state.items()}
+    if expected != got:
+        diff = sorted(set(expected.items()) ^ set(got.items()))[:3]
+        raise RunError(f"{path / 'model.safetensors'} does not fit the config (e.g. {diff})", "re-train the run")
+    model.load_state_dict(state, strict=False)
+    model.eval()
+    history_data = read_json(path / "history.json")
+    validation = history_data.pop("validation", {"texts": [], "labels": []})
+    history = History.from_dict(history_data)
     snapshots = _load_snapshots(path / SNAPSHOT_FILE, model) if (path / SNAPSHOT_FILE).is_file() else {}
     val = (tuple(validation.get("texts", [])), tuple(int(x) for x in validation.get("labels", [])))
     return Run(model, encoder, model_config, train_config, labels, history, str(cfg.get("name", path.name)), path, val,

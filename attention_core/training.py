@@ -101,6 +101,10 @@ def _snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
+# What a fine-tuning run chooses of a pretrained encoder's ModelConfig (its sizes are the checkpoint's)
+BASE_CHOICES = ("pooling", "frozen_layers", "freeze_embeddings", "freeze_head", "dropout")
+
+
 def training_vectors(embeddings: Embeddings, train_config: TrainConfig) -> Embeddings:
     """The word vectors training reads: the config's vocabulary limit decides, not the caller's table."""
     if train_config.vocab_limit != embeddings.source.limit:
@@ -118,6 +122,14 @@ def check_settings(model_config: ModelConfig, train_config: TrainConfig, dataset
     (:func:`~attention_core.data.check_known_words`, on at most :data:`CHECK_ROWS` rows spread over the
     data). No model is made: the app checks a Start here and builds the trainer in the training process.
     """
+    if model_config.base is not None:  # a pretrained encoder reads word pieces: no word vectors to check
+        from attention_core.pretrained import base_folder, read_checkpoint
+
+        positions = read_checkpoint(base_folder(model_config.base)).config.max_positions  # RunError if it is not one
+        if not 3 <= train_config.max_tokens <= positions:
+            raise ConfigError(f"max_tokens = {train_config.max_tokens} is not valid",
+                              f"use 3 to {positions} word pieces ([CLS] and [SEP] included), e.g. 64")
+        return
     cfg = with_data(model_config, n_classes=len(dataset.label_names), vocab_size=1, embedding_dim=embeddings.dim)
     if cfg.positional in ("sinusoidal", "learned") and train_config.max_tokens > cfg.max_len:
         raise ConfigError(f"max_tokens = {train_config.max_tokens} exceeds the model's max_len", "lower max_tokens")
@@ -472,24 +484,33 @@ class Trainer:
     ) -> None:
         self.train_config = tc = train_config
         self.device = torch.device(device)
-        embeddings = training_vectors(embeddings, tc)
+        pretrained = model_config.base is not None  # fine-tune a pretrained encoder: its word pieces, not word vectors
+        if not pretrained:
+            embeddings = training_vectors(embeddings, tc)
         check_settings(model_config, tc, dataset, embeddings)
         self.train_set, self.val_set = dataset.split(tc.val_fraction, tc.seed)
         probes = list(tc.probes) or list(self.val_set.texts[:3] or self.train_set.texts[:3])
-        self.encoder = TextEncoder.build(
-            embeddings,
-            list(dataset.texts) + probes,
-            tokenizer=tc.tokenizer,
-            unknown=tc.unknown,
-            max_tokens=tc.max_tokens,
-            casing=model_config.casing,
-        )
-        self.model_config = with_data(
-            model_config,
-            n_classes=len(dataset.label_names),
-            vocab_size=self.encoder.vocab_size,
-            embedding_dim=embeddings.dim,
-        )
+        if pretrained:
+            from attention_core.pretrained import base_model_config, load_base
+
+            choices = {name: getattr(model_config, name) for name in BASE_CHOICES}
+            self.model_config = base_model_config(model_config.base, len(dataset.label_names), **choices)
+            base_model, self.encoder = load_base(self.model_config, max_tokens=tc.max_tokens, seed=tc.seed)
+        else:
+            self.encoder = TextEncoder.build(
+                embeddings,
+                list(dataset.texts) + probes,
+                tokenizer=tc.tokenizer,
+                unknown=tc.unknown,
+                max_tokens=tc.max_tokens,
+                casing=model_config.casing,
+            )
+            self.model_config = with_data(
+                model_config,
+                n_classes=len(dataset.label_names),
+                vocab_size=self.encoder.vocab_size,
+                embedding_dim=embeddings.dim,
+            )
         self.label_names = dataset.label_names
         self._probes = []  # (text, Encoded, Batch), encoded once; sentences with no known word are skipped
         for text in probes:
@@ -507,7 +528,8 @@ class Trainer:
                 "check that the text column holds English text, or use unknown='unk'",
             )
         torch.manual_seed(tc.seed)
-        self.model = AttentionClassifier(self.model_config, self.encoder.vectors()).to(self.device)
+        model = base_model if pretrained else AttentionClassifier(self.model_config, self.encoder.vectors())
+        self.model = model.to(self.device)
         self.history = History(skipped_rows=len(self.train_set) - len(self._train[0]))
         self._stop = threading.Event()
         self._running = threading.Event()

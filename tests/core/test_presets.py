@@ -77,7 +77,7 @@ def test_a_new_entry_reaches_the_cli_help_and_the_table(monkeypatch: pytest.Monk
 def test_unknown_preset_is_a_clear_error() -> None:
     with pytest.raises(ConfigError) as err:
         preset("huge")
-    assert str(err.value) == "unknown preset 'huge' — choose one of default, seed"
+    assert str(err.value) == "unknown preset 'huge' — choose one of default, seed, finetune"
 
 
 def test_overrides_go_to_the_config_that_has_the_field() -> None:
@@ -92,7 +92,7 @@ def test_overrides_go_to_the_config_that_has_the_field() -> None:
 
 
 def test_presets_are_named_by_their_key() -> None:
-    assert list(PRESETS) == ["default", "seed"]  # the form's and the CLI's order; `default` is --preset's default
+    assert list(PRESETS) == ["default", "seed", "finetune"]  # the form's and the CLI's order; `default` is --preset's default
     for name, p in PRESETS.items():
         assert p.name == name and p.label and p.help
         assert "\n" not in p.summary and "|" not in p.summary  # one line, and a table cell
@@ -109,3 +109,10 @@ def test_printing_the_table_is_quiet_on_stderr() -> None:
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stderr == ""
     assert out.stdout.strip() == presets.markdown_table()
+
+
+def test_the_finetune_presets_sizes_are_the_bundled_checkpoints() -> None:
+    from attention_core.pretrained import base_model_config
+
+    p = PRESETS["finetune"].model
+    assert p == base_model_config("minilm", frozen_layers=p.frozen_layers, freeze_embeddings=p.freeze_embeddings)

@@ -1,0 +1,103 @@
+"""Fine-tuning a pretrained encoder: the trainer, the run it saves (only what training changed, its base named),
+loading it back, and the pretrained encoder itself as a run with an untrained head."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+
+import pytest
+import torch
+
+from attention_core import TrainConfig, Trainer, dataset_from_lists, load_run, save_run
+from attention_core.errors import ConfigError, RunError
+from attention_core.presets import preset
+from attention_core.pretrained import BUNDLED, UNTRAINED_LABELS, bundled_checkpoint, load_base
+from attention_core.training import TrainerSpec
+from tests.helpers.cli import cli_process
+
+TEXTS = ["a great phone", "an awful phone", "great value", "awful value", "i love it", "i hate it"] * 6
+LABELS = ["pos", "neg", "pos", "neg", "pos", "neg"] * 6
+
+
+@pytest.fixture(scope="module")
+def finetuned(emb):
+    model_cfg, train_cfg = preset("finetune", epochs=2, max_tokens=16, batch_size=12, probes=("a great phone",))
+    run = Trainer(model_cfg, train_cfg, dataset_from_lists(TEXTS, LABELS), emb).run()
+    return run
+
+
+def test_only_the_top_layers_and_the_head_learn_the_rest_stays_as_pretrained(finetuned):
+    base, _ = load_base(finetuned.model_config)
+    before, after = base.state_dict(), finetuned.model.state_dict()
+    changed = {k for k in after if not torch.equal(before[k], after[k])}
+    assert changed and all(k.startswith(("blocks.4.", "blocks.5.", "head.")) for k in changed)
+    assert {k.split(".")[1] for k in changed if k.startswith("blocks.")} == {"4", "5"}
+    assert finetuned.model_config.base == BUNDLED and finetuned.label_names == ("neg", "pos")
+    assert [r.epoch for r in finetuned.history.epochs] == [1, 2] and finetuned.history.status == "finished"
+    probe = finetuned.history.probes[-1].sentences[0]
+    assert probe.tokens == ["[CLS]", "a", "great", "phone", "[SEP]"]  # the word pieces, special tokens in place
+    assert torch.tensor(probe.attention).shape == (6, 12, 5, 5)
+
+
+def test_a_saved_run_holds_only_what_training_changed_and_predicts_the_same_when_loaded(finetuned, tmp_path):
+    path = save_run(finetuned, tmp_path / "ft")
+    from safetensors import safe_open
+
+    with safe_open(str(path / "model.safetensors"), "pt") as f:
+        stored = set(f.keys())
+    trained = {k for k, p in finetuned.model.named_parameters() if p.requires_grad}
+    assert stored == trained and all(k.startswith(("blocks.4.", "blocks.5.", "head.")) for k in stored)
+    assert (path / "model.safetensors").stat().st_size < 0.25 * (bundled_checkpoint() / "model.safetensors").stat().st_size
+    assert json.loads((path / "config.json").read_text())["model"]["base"] == BUNDLED
+    loaded = load_run(path)
+    for text in ("a great phone", "what an awful day"):
+        a, b = finetuned.predict(text), loaded.predict(text)
+        assert a.tokens == b.tokens and a.probabilities == b.probabilities
+        assert torch.allclose(torch.tensor(a.attention), torch.tensor(b.attention))
+    assert sorted(loaded.snapshots) == sorted(finetuned.snapshots)
+
+
+def test_a_run_whose_base_folder_is_gone_says_so(finetuned, tmp_path):
+    folder = shutil.copytree(bundled_checkpoint(), tmp_path / "my-bert")
+    run = replace(finetuned, model_config=replace(finetuned.model_config, base=str(folder)))
+    path = save_run(run, tmp_path / "ft-elsewhere")
+    assert load_run(path).predict("great").probabilities == finetuned.predict("great").probabilities
+    shutil.rmtree(folder)
+    with pytest.raises(RunError) as err:
+        load_run(path)
+    assert "my-bert" in str(err.value)
+
+
+def test_the_pretrained_encoder_is_a_run_with_an_untrained_head_the_same_on_every_load():
+    run = load_run(BUNDLED)
+    assert run.label_names == UNTRAINED_LABELS and run.history.status == "pretrained" and not run.history.epochs
+    assert "untrained" in run.history.message and run.path is None
+    p = run.predict("the food was good")
+    assert p.tokens == ["[CLS]", "the", "food", "was", "good", "[SEP]"]
+    assert len(p.attention) == 6 and len(p.attention[0]) == 12
+    assert load_run(BUNDLED).predict("the food was good").probabilities == p.probabilities
+
+
+def test_settings_are_checked_before_any_work(emb, tmp_path):
+    data = dataset_from_lists(TEXTS, LABELS)
+    model_cfg, train_cfg = preset("finetune")
+    with pytest.raises(ConfigError, match="max_tokens = 600"):
+        TrainerSpec(model_cfg, replace(train_cfg, max_tokens=600), data, emb).check()
+    (tmp_path / "config.json").write_text('{"model_type": "gpt2"}')
+    with pytest.raises(RunError, match="not a BERT-family one"):
+        TrainerSpec(replace(model_cfg, base=str(tmp_path)), train_cfg, data, emb).check()
+
+
+def test_the_cli_predicts_with_the_pretrained_encoder_by_its_short_name():
+    r = cli_process("predict", "minilm", "the food was good")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["tokens"] == ["[CLS]", "the", "food", "was", "good", "[SEP]"]
+    assert [len(layer) for layer in out["attention"]] == [12] * 6  # a heads × tokens × tokens array per layer
+    assert set(out["probabilities"]) == set(UNTRAINED_LABELS)
+
+
+def test_trainconfig_is_unchanged_by_the_preset():
+    assert TrainConfig().max_tokens == 64  # (the small model's default; the preset sets its own)
