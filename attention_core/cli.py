@@ -196,22 +196,36 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
     from attention_core.data import load_dataset
     from attention_core.embeddings import EmbeddingSource, load_embeddings
     from attention_core.metrics import run_verdict, verdict_fields
-    from attention_core.presets import preset
+    from attention_core.presets import get_preset, preset
     from attention_core.runs import save_new_run, save_run
     from attention_core.training import Trainer
 
     names = ("epochs", "n_layers", "n_heads", "lr", "batch_size", "seed", "val_fraction", "time_budget", "vocab_limit",
              "num_threads")
     overrides = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
+    pretrained = get_preset(args.preset).model.base is not None  # its own sizes and word pieces, no word vectors
+    if pretrained:
+        given = [option for option, name in (("--layers", "n_layers"), ("--heads", "n_heads"),
+                                              ("--vocab-limit", "vocab_limit")) if name in overrides]
+        if args.embeddings:
+            given.append("--embeddings")
+        if given:
+            raise ConfigError(f"{', '.join(given)} do(es) not apply to the pretrained encoder of --preset {args.preset}",
+                              "its sizes and vocabulary are the checkpoint's: leave them out")
     model_cfg, train_cfg = preset(args.preset, **overrides)
     device = _device(args.device)
-    source = (
-        EmbeddingSource("file", args.embeddings, limit=train_cfg.vocab_limit)
-        if args.embeddings
-        else EmbeddingSource(limit=train_cfg.vocab_limit)
-    )
-    embeddings = load_embeddings(source)
-    dataset = load_dataset(args.csv, text_col=args.text_col, label_col=args.label_col, is_known=embeddings.__contains__)
+    if pretrained:
+        embeddings = None
+        dataset = load_dataset(args.csv, text_col=args.text_col, label_col=args.label_col)
+    else:
+        source = (
+            EmbeddingSource("file", args.embeddings, limit=train_cfg.vocab_limit)
+            if args.embeddings
+            else EmbeddingSource(limit=train_cfg.vocab_limit)
+        )
+        embeddings = load_embeddings(source)
+        dataset = load_dataset(args.csv, text_col=args.text_col, label_col=args.label_col,
+                               is_known=embeddings.__contains__)
     print(dataset.report.summary(), file=sys.stderr)
     trainer = Trainer(model_cfg, train_cfg, dataset, embeddings, device=device)
 

@@ -113,7 +113,7 @@ def training_vectors(embeddings: Embeddings, train_config: TrainConfig) -> Embed
 
 
 def check_settings(model_config: ModelConfig, train_config: TrainConfig, dataset: TextDataset,
-                   embeddings: Embeddings) -> None:
+                   embeddings: Embeddings | None) -> None:
     """Raise the :class:`~attention_core.errors.InputError` that ``Trainer(...)`` would for this combination,
     before its work.
 
@@ -154,7 +154,7 @@ class TrainerSpec:
     model_config: ModelConfig
     train_config: TrainConfig
     dataset: TextDataset
-    embeddings: Embeddings
+    embeddings: Embeddings | None  # None for a pretrained encoder (ModelConfig.base), which reads word pieces
 
     def check(self) -> None:
         """Raise the errors :meth:`build` would for the settings and the text (see :func:`check_settings`)."""
@@ -478,7 +478,7 @@ class Trainer:
         model_config: ModelConfig,
         train_config: TrainConfig,
         dataset: TextDataset,
-        embeddings: Embeddings,
+        embeddings: Embeddings | None,  # None for a pretrained encoder (ModelConfig.base)
         *,
         device: str = "cpu",
     ) -> None:

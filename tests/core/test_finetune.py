@@ -101,3 +101,15 @@ def test_the_cli_predicts_with_the_pretrained_encoder_by_its_short_name():
 
 def test_trainconfig_is_unchanged_by_the_preset():
     assert TrainConfig().max_tokens == 64  # (the small model's default; the preset sets its own)
+
+
+def test_the_cli_fine_tunes_with_the_preset_and_refuses_what_does_not_apply(tmp_path):
+    r = cli_process("train", "data/small.csv", "--preset", "finetune", "--epochs", "1", "--out", str(tmp_path / "ft"),
+                    "--quiet")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["epochs"] == 1 and out["status"] == "finished" and out["verdict"] in ("learned", "nothing", "unclear")
+    assert "unknown words" not in r.stderr  # a word-vector figure: it says nothing about word pieces
+    assert load_run(tmp_path / "ft").model_config.base == BUNDLED
+    r = cli_process("train", "data/small.csv", "--preset", "finetune", "--layers", "2", "--out", str(tmp_path / "x"))
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith("error: --layers do(es) not apply")
