@@ -86,8 +86,15 @@ class Run:
         """
         encoded, batch = self.encoder.encode_for_model(text)
         model = copy.deepcopy(self.model)
+        base = None
+        if self.model_config.base is not None and self.snapshots:  # what a snapshot leaves out is the base's
+            from attention_core.pretrained import load_base
+
+            base = load_base(self.model_config)[0].state_dict()
         out = []
         for epoch in sorted(self.snapshots):
+            if base is not None:
+                model.load_state_dict(base, strict=False)
             model.load_state_dict({k: v.float() for k, v in self.snapshots[epoch].items()}, strict=False)
             out.append((epoch, run_encoded(model, encoded, batch)))
         return out

@@ -338,12 +338,16 @@ class _Snapshots:
     (:meth:`spread`), one that reaches its end the planned ones.
     """
 
-    def __init__(self, planned: set[int], model: torch.nn.Module, n: int) -> None:
+    def __init__(self, planned: set[int], model: torch.nn.Module, n: int, *, from_base: bool = False) -> None:
         self.planned, self.n = planned, n
         self.weights: dict[int, dict[str, torch.Tensor]] = {}
         self.interim: dict[int, dict[str, torch.Tensor]] = {}
         self.stride = 1
         self.take_planned(0, model)
+        if 0 in self.weights and from_base:
+            # Before training, a fine-tuned encoder's weights are its base checkpoint's, which the run names: of
+            # epoch 0 only the new head is kept (Run.forward_over_training reads the rest from the base).
+            self.weights[0] = {k: v for k, v in self.weights[0].items() if k.startswith("head.")}
 
     def take_planned(self, epoch: int, model: torch.nn.Module) -> None:
         if epoch in self.planned:
@@ -668,7 +672,8 @@ class Trainer:
         kept = _KeptWeights(model)
         take_step = self._make_step(loss_weight)
         self._record_probes(0)
-        snapshots = _Snapshots(snapshot_epochs(tc.epochs, tc.snapshots), model, tc.snapshots)
+        snapshots = _Snapshots(snapshot_epochs(tc.epochs, tc.snapshots), model, tc.snapshots,
+                               from_base=self.model_config.base is not None)
         clock, steps = _TrainingClock(), 0
         model.train()
         for epoch in range(1, tc.epochs + 1):

@@ -113,3 +113,15 @@ def test_the_cli_fine_tunes_with_the_preset_and_refuses_what_does_not_apply(tmp_
     assert load_run(tmp_path / "ft").model_config.base == BUNDLED
     r = cli_process("train", "data/small.csv", "--preset", "finetune", "--layers", "2", "--out", str(tmp_path / "x"))
     assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith("error: --layers do(es) not apply")
+
+
+def test_the_time_lapse_starts_from_the_base_and_its_first_snapshot_keeps_only_the_new_head(finetuned, tmp_path):
+    assert set(finetuned.snapshots[0]) == {"head.weight", "head.bias"}  # the rest is the base checkpoint's
+    assert set(finetuned.snapshots[max(finetuned.snapshots)]) == {
+        k for k, p in finetuned.model.named_parameters() if p.requires_grad}
+    frames = load_run(save_run(finetuned, tmp_path / "ft")).forward_over_training("a great phone")
+    assert [e for e, _ in frames] == sorted(finetuned.snapshots)
+    before = load_run(BUNDLED).forward("a great phone").attention  # the pretrained encoder's own maps
+    assert torch.allclose(frames[0][1].attention, before, atol=1e-6)
+    kept = dict(frames)[finetuned.history.kept_epoch]  # the kept epoch's frame is the run's model
+    assert torch.allclose(kept.attention, finetuned.forward("a great phone").attention, atol=2e-3)  # (float16)
