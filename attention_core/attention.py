@@ -73,10 +73,15 @@ def attention_steps(
             raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to scores {tuple(scaled.shape)}")
         masked = scaled.masked_fill(~mask, float("-inf"))
         # A row with no allowed key would be softmax(all −∞) = NaN, and NaN poisons gradients
-        # even after a later fill; give such rows finite inputs, then zero them.
+        # even after a later fill; give such rows finite inputs, then zero them. Where every row
+        # allows a key, softmax already gives exactly 0 at −∞ (and passes 0 gradient there): the
+        # two fills, each the size of the scores, would change no bit (a test checks).
         any_allowed = mask.any(dim=-1, keepdim=True)
-        weights = torch.softmax(masked.masked_fill(~any_allowed, 0.0), dim=-1)
-        weights = weights.masked_fill(~mask, 0.0)
+        if bool(any_allowed.all()):
+            weights = torch.softmax(masked, dim=-1)
+        else:
+            weights = torch.softmax(masked.masked_fill(~any_allowed, 0.0), dim=-1)
+            weights = weights.masked_fill(~mask, 0.0)
     output = weights @ v  # (…, T, Dv)
     return AttentionSteps(scores, scaled, masked, weights, output)
 

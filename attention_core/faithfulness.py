@@ -42,8 +42,8 @@ from attention_core.encoding import Batch, Encoded, TextEncoder
 from attention_core.errors import ConfigError, DataError, EmbeddingError
 from attention_core.explain import attention_rollout, log_prob_gradients, saliency_alphas, saliency_from_gradients
 from attention_core.map_names import head_name, heads_hint
-from attention_core.metrics import kendall
-from attention_core.model import AttentionClassifier, AttentionEdit, ModelConfig
+from attention_core.metrics import kendall_matrix
+from attention_core.model import AttentionClassifier, AttentionEdit, Hidden, ModelConfig
 from attention_core.sentence import evaluating
 
 WHAT_IT_MEANS = """\
@@ -197,6 +197,7 @@ class Gradients:
 
 Request = Keep | Shuffle | Gradients
 ROWS_PER_PASS = 128  # rows of one forward pass: larger batches ran no faster per row (benchmarks/README.md)
+KNOCK_OUT_BATCH = 64  # sentences of a knock-out pass: 256 ran 25 % slower, padded further (benchmarks/README.md)
 
 
 def _ask(request: Request) -> Generator[Request, Any, Any]:
@@ -270,7 +271,8 @@ def _split(values: Tensor, counts: Sequence[int], keys: Sequence[int]) -> dict[i
 
 def _keep_passes(contexts: Sequence[SentenceContext], requests: Sequence[Keep], keys: Sequence[int]) -> dict[int, np.ndarray]:
     """Answer :class:`Keep` requests. Each distinct row of a sentence runs once: the curves of different
-    orders share many (the full and the empty sentence, and the first tokens where methods agree)."""
+    orders share many (the full and the empty sentence, and the first tokens where methods agree). The layers
+    run on the kept tokens alone (``only_real``), rows that keep as many tokens side by side (then by length)."""
     model = contexts[0].model
     unique = [torch.unique(r.rows, dim=0, return_inverse=True) for r in requests]  # (U, T), (N,) each
     t = max(ctx.n_tokens for ctx in contexts)
@@ -279,17 +281,22 @@ def _keep_passes(contexts: Sequence[SentenceContext], requests: Sequence[Keep], 
     masks = torch.cat([_pad_to(rows, t, False) for rows, _ in unique]).to(device)  # (ΣU, t)
     sentence = _rows_of([len(rows) for rows, _ in unique]).to(device)
     targets = torch.tensor([ctx.target for ctx in contexts], device=device)[sentence]
-    p = []
+    lengths = torch.tensor([ctx.n_tokens for ctx in contexts], device=device)[sentence]
+    by_kept = torch.argsort(masks.sum(1) * (t + 1) + lengths, stable=True)  # (ΣU,): by tokens kept, then by length
+    p = torch.empty(len(masks), dtype=torch.float64, device=device)
     with evaluating(model):
-        for part, tokens in _passes(contexts, sentence):
-            logits, _ = model.forward_features(features[sentence[part], :tokens], masks[part, :tokens], need_weights=False)
-            p.append(torch.softmax(logits.double(), -1).gather(1, targets[part, None])[:, 0])
-    per_sentence = _split(torch.cat(p).cpu(), [len(rows) for rows, _ in unique], keys)
+        for part, tokens in _passes(contexts, sentence[by_kept]):
+            rows = by_kept[part]
+            logits, _ = model.forward_features(features[sentence[rows], :tokens], masks[rows, :tokens], need_weights=False,
+                                               only_real=True)
+            p[rows] = torch.softmax(logits.double(), -1).gather(1, targets[rows, None])[:, 0]
+    per_sentence = _split(p.cpu(), [len(rows) for rows, _ in unique], keys)
     return {k: per_sentence[k][where].numpy() for k, (_, where) in zip(keys, unique, strict=True)}
 
 
 def _shuffle_passes(contexts: Sequence[SentenceContext], requests: Sequence[Shuffle], keys: Sequence[int]) -> dict[int, Tensor]:
-    """Answer :class:`Shuffle` requests; a padded position stays where it is (its weight is 0)."""
+    """Answer :class:`Shuffle` requests; a padded position stays where it is (its weight is 0). The shuffle edits
+    the last map alone, so the maps below it run once per sentence, not once per shuffle."""
     model = contexts[0].model
     t = max(ctx.n_tokens for ctx in contexts)
     features, real = _padded(contexts, t)
@@ -300,10 +307,10 @@ def _shuffle_passes(contexts: Sequence[SentenceContext], requests: Sequence[Shuf
     last = model.cfg.n_attention_maps - 1
     probabilities = []
     with evaluating(model):
+        below = model.advance(model.enter(features, real), last)  # the maps below the shuffled one: once a sentence
         for part, tokens in _passes(contexts, sentence):
-            logits, _ = model.forward_features(features[sentence[part], :tokens], real[sentence[part], :tokens],
-                                               need_weights=False,
-                                               edit_attention=_permute_last_layer(orders[part, :tokens], last))
+            logits, _ = model.forward_from(below.rows(sentence[part], tokens), need_weights=False,
+                                           edit_attention=_permute_last_layer(orders[part, :tokens], last))
             probabilities.append(torch.softmax(logits.double(), -1))
     return _split(torch.cat(probabilities), [len(r.orders) for r in requests], keys)
 
@@ -459,20 +466,61 @@ def attention_flow(attention: Tensor, readout: Tensor, *, residual: bool = True)
     Shape:
         attention (L, H, T, T), readout (T,) → (T,).
     """
-    from scipy.sparse import csr_array
-    from scipy.sparse.csgraph import maximum_flow  # scipy comes with gensim
-
     n_layers, t = attention.shape[0], attention.shape[-1]
     layers = [attention_rollout(attention[i : i + 1], residual=residual).double() for i in range(n_layers)]  # Â_l (T, T)
-    n = (n_layers + 1) * t + 1
-    sink = n - 1
-    cap = np.zeros((n, n), dtype=np.int64)
-    for i, a in enumerate(layers):
-        below, above = i * t, (i + 1) * t
-        cap[below : below + t, above : above + t] = np.rint(a.numpy().T * _FLOW_SCALE)  # edge j → i: Â[i, j]
-    cap[n_layers * t : n_layers * t + t, sink] = np.rint(readout.numpy() * _FLOW_SCALE)
-    graph = csr_array(cap.astype(np.int32))
-    return np.array([maximum_flow(graph, j, sink).flow_value for j in range(t)], dtype=float) / _FLOW_SCALE
+    token = np.arange(t)
+    tails = [np.repeat(i * t + token, t) for i in range(n_layers)] + [n_layers * t + token]  # edge j → i: Â[i, j]
+    heads = [np.tile((i + 1) * t + token, t) for i in range(n_layers)] + [np.full(t, (n_layers + 1) * t)]
+    capacities = [a.numpy().T.ravel() for a in layers] + [readout.numpy()]
+    graph = _FlowGraph((n_layers + 1) * t + 1, np.concatenate(tails), np.concatenate(heads),
+                       np.rint(np.concatenate(capacities) * _FLOW_SCALE).astype(np.int64))
+    return graph.max_flows(token) / _FLOW_SCALE
+
+
+_FLOW_NODES_PER_CALL = 8192  # nodes of one scipy call (copies of a graph): a 64-token sentence's 2-layer graph takes 2 calls
+
+
+@dataclass(frozen=True)
+class _FlowGraph:
+    """A graph of ``n`` nodes, the last the sink, with integer capacities on edges ``tails[e]`` → ``heads[e]``."""
+
+    n: int
+    tails: np.ndarray  # (E,)
+    heads: np.ndarray  # (E,)
+    capacities: np.ndarray  # (E,) int64
+
+    def max_flows(self, sources: np.ndarray) -> np.ndarray:
+        """The max flow from each of ``sources`` to the sink, in the capacities' units. → (S,) float.
+
+        scipy's ``maximum_flow`` converts its graph on every call (~1 ms, more than the flow itself on
+        these graphs), so one call solves several: a copy of the graph per source, every copy fed by one
+        common source and draining into one common sink. The copies share no node, so the common max flow
+        is the sum of theirs and each copy carries its own max flow (the same integers as one call each,
+        ``tests/core/test_faithfulness.py``).
+        """
+        from scipy.sparse import csr_array
+        from scipy.sparse.csgraph import maximum_flow  # scipy comes with gensim
+
+        real = self.capacities > 0
+        tails, heads, capacities = self.tails[real], self.heads[real], self.capacities[real]
+        out_of = np.bincount(tails, capacities, minlength=self.n).astype(np.int64)  # all a node can send
+        into_sink = int(capacities[heads == self.n - 1].sum())  # all a copy can take in
+        flows = np.empty(len(sources))
+        per_call = max(1, _FLOW_NODES_PER_CALL // self.n)
+        for start in range(0, len(sources), per_call):
+            chosen = sources[start : start + per_call]
+            m = len(chosen)
+            offsets = np.arange(m)[:, None] * self.n  # copy c's nodes: c·n …
+            source, sink = m * self.n, m * self.n + 1
+            rows = np.concatenate([(tails + offsets).ravel(), np.full(m, source), offsets[:, 0] + self.n - 1])
+            cols = np.concatenate([(heads + offsets).ravel(), offsets[:, 0] + chosen, np.full(m, sink)])
+            caps = np.concatenate([np.tile(capacities, m), out_of[chosen], np.full(m, into_sink)])
+            graph = csr_array((caps.astype(np.int32), (rows, cols)), shape=(sink + 1, sink + 1))
+            flow = maximum_flow(graph, source, sink).flow  # (nodes, nodes); the common source's row: into each copy
+            fed = dict(zip(flow.indices[flow.indptr[source] : flow.indptr[source + 1]].tolist(),
+                           flow.data[flow.indptr[source] : flow.indptr[source + 1]].tolist(), strict=True))
+            flows[start : start + m] = [fed.get(int(c), 0) for c in offsets[:, 0] + chosen]
+        return flows
 
 
 # --- curves and ERASER ------------------------------------------------------------------------------
@@ -573,7 +621,7 @@ def _evaluation(ctx: SentenceContext, methods: Sequence[Method], n_random: int, 
     comprehensiveness = {name: _comprehensiveness(full, curve, t) for name, curve in deletion.items()}
     sufficiency = {name: _sufficiency(full, curve, t) for name, curve in insertion.items()}
     names = list(scores)
-    tau = [[kendall(scores[a], scores[b]) for b in names] for a in names]
+    tau = kendall_matrix([scores[name] for name in names])
     tvd = yield from _permutation_tvd(ctx, n_permutations)
     return dict(scores=scores, deletion=deletion, insertion=insertion, comprehensiveness=comprehensiveness,
                 sufficiency=sufficiency, kendall=tau, permutation_tvd=tvd)
@@ -696,6 +744,33 @@ class RunReport:
         return asdict(self)
 
 
+class _KnockOutPasses:
+    """The report's knock-out passes over sentences in batches (``training.length_batches``). Each batch's tokens
+    as they enter every map are kept from one pass, so a pass that knocks out heads of map l and above runs those
+    maps alone: the numbers of whole passes to the bit (``tests/core/test_faithfulness.py``)."""
+
+    def __init__(self, model: AttentionClassifier, batches: Sequence[tuple[list[int], Batch]], n: int) -> None:
+        self.model, self.batches, self.n = model, batches, n
+        self.entering: list[list[Hidden]] = []  # per batch, per map
+        with torch.no_grad(), evaluating(model):
+            for _, batch in batches:
+                hidden = [model.enter(model.embed(batch.ids, batch.extra, batch.casing), batch.mask)]
+                for layer in range(1, model.cfg.n_attention_maps):
+                    hidden.append(model.advance(hidden[-1], layer))
+                self.entering.append(hidden)
+
+    def probabilities(self, heads: Sequence[tuple[int, int]], mode: str) -> np.ndarray:
+        """Class probabilities (n, C) with ``heads`` knocked out (NaN for the rows the batches leave out)."""
+        edit = knock_out(heads, self.model.cfg, mode)
+        lowest = min((layer for layer, _ in heads), default=self.model.cfg.n_attention_maps - 1)
+        out = np.full((self.n, self.model.cfg.n_classes), np.nan)
+        with torch.no_grad(), evaluating(self.model):
+            for (rows, _), hidden in zip(self.batches, self.entering, strict=True):
+                logits, _ = self.model.forward_from(hidden[lowest], need_weights=False, edit_attention=edit)
+                out[rows] = torch.softmax(logits, -1).double().numpy()
+        return out
+
+
 def _labelled(run_labels: Sequence[str], texts: Sequence[str], labels: Sequence[str] | Sequence[int]) -> list[int]:
     if len(texts) != len(labels):
         raise DataError(f"{len(texts)} texts but {len(labels)} labels", "give one label per sentence")
@@ -747,7 +822,7 @@ def run_report(
         >>> report.comprehensiveness["leave_one_out"] > report.comprehensiveness["random"]
         True
     """
-    from attention_core.training import batches_probabilities, length_batches  # here: training.py imports gensim
+    from attention_core.training import length_batches  # here: training.py imports gensim
 
     cfg = model.cfg
     knock_out([], cfg, knock_out_mode)  # checks the mode
@@ -769,16 +844,17 @@ def run_report(
         if on_progress is not None:
             on_progress(Progress(stage, done, total))
 
-    def scored(edit: AttentionEdit | None) -> tuple[float, float]:
-        result = _accuracy_loss(batches_probabilities(model, batches, len(kept_texts), edit_attention=edit), y)
+    passes = _KnockOutPasses(model, length_batches(encoder, kept_texts, KNOCK_OUT_BATCH), len(kept_texts))
+
+    def scored(off: list[tuple[int, int]]) -> tuple[float, float]:
+        result = _accuracy_loss(passes.probabilities(off, knock_out_mode), y)
         tick("heads", total_passes)
         return result
 
-    batches = length_batches(encoder, kept_texts)  # encoded once for every knock-out pass
-    accuracy, loss = scored(None)
-    single = {hd: scored(knock_out([hd], cfg, knock_out_mode)) for hd in heads}
+    accuracy, loss = scored([])
+    single = {hd: scored([hd]) for hd in heads}
     pruning = sorted(heads, key=lambda hd: (single[hd][1], hd))
-    pruning_accuracy = [accuracy] + [scored(knock_out(pruning[: k + 1], cfg, knock_out_mode))[0] for k in range(len(heads))]
+    pruning_accuracy = [accuracy] + [scored(pruning[: k + 1])[0] for k in range(len(heads))]
 
     names = [m.name for m in chosen]
     comprehensiveness: dict[str, list[float]] = {name: [] for name in [*names, "random"]}

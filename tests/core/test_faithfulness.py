@@ -15,7 +15,10 @@ from attention_core.faithfulness import (
     METHODS,
     Method,
     SentenceContext,
+    Shuffle,
+    _ask,
     _evaluation,
+    _KnockOutPasses,
     _permute_last_layer,
     attention_flow,
     available_methods,
@@ -190,6 +193,36 @@ def test_flow_matches_networkx_max_flow_on_random_attention():
         graph.add_edge((3, i), "sink", capacity=0.25)
     expected = [nx.maximum_flow_value(graph, (0, j), "sink") for j in range(4)]
     assert got == pytest.approx(expected, abs=1e-4)
+
+
+def flow_one_call_per_token(attention: torch.Tensor, readout: torch.Tensor, residual: bool) -> np.ndarray:
+    """attention_flow as it was first written: a dense capacity matrix and one scipy call per token."""
+    from scipy.sparse import csr_array
+    from scipy.sparse.csgraph import maximum_flow
+
+    scale = 2**20
+    n_layers, t = attention.shape[0], attention.shape[-1]
+    n = (n_layers + 1) * t + 1
+    cap = np.zeros((n, n), dtype=np.int64)
+    for i in range(n_layers):
+        a = attention_rollout(attention[i : i + 1], residual=residual).double()
+        cap[i * t : i * t + t, (i + 1) * t : (i + 2) * t] = np.rint(a.numpy().T * scale)
+    cap[n_layers * t : n_layers * t + t, n - 1] = np.rint(readout.numpy() * scale)
+    graph = csr_array(cap.astype(np.int32))
+    return np.array([maximum_flow(graph, j, n - 1).flow_value for j in range(t)], dtype=float) / scale
+
+
+@pytest.mark.parametrize("nodes_per_call", [1, 40, 1024, 10**6])  # one copy per call … every token's copy in one
+def test_flow_solves_several_tokens_per_call_to_the_numbers_of_one_call_each(monkeypatch, nodes_per_call):
+    monkeypatch.setattr("attention_core.faithfulness._FLOW_NODES_PER_CALL", nodes_per_call)
+    g = torch.Generator().manual_seed(nodes_per_call)
+    for layers, t, sharpness, residual in [(1, 1, 1, True), (2, 3, 1, False), (2, 9, 4, True), (3, 17, 8, True),
+                                           (2, 40, 2, True), (1, 12, 6, False)]:
+        attention = torch.softmax(torch.randn(layers, 4, t, t, generator=g) * sharpness, dim=-1)
+        for readout in (torch.full((t,), 1 / t, dtype=torch.float64), torch.eye(t, dtype=torch.float64)[0],
+                        torch.softmax(torch.randn(t, generator=g, dtype=torch.float64) * sharpness, -1)):
+            expected = flow_one_call_per_token(attention, readout, residual)
+            assert np.array_equal(attention_flow(attention, readout, residual=residual), expected)  # the same integers
 
 
 # --- the methods on one sentence ---------------------------------------------------------------
@@ -441,3 +474,30 @@ def test_the_report_reads_erasers_bins_off_the_curves_as_the_whole_curves_have_t
         assert bins["comprehensiveness"][name] == pytest.approx(whole["comprehensiveness"][name], abs=1e-6)
         assert bins["sufficiency"][name] == pytest.approx(whole["sufficiency"][name], abs=1e-6)
     assert bins["permutation_tvd"] == pytest.approx(whole["permutation_tvd"], abs=1e-6)
+
+
+def test_knock_out_passes_from_the_kept_hidden_states_are_whole_passes_to_the_bit(bundled):
+    from attention_core.training import batches_probabilities, length_batches
+
+    texts = bundled.validation[0][:70]
+    cfg = bundled.model_config
+    batches = length_batches(bundled.encoder, texts, 32)
+    passes = _KnockOutPasses(bundled.model, batches, len(texts))
+    for heads in ([], [(0, 1)], [(1, 2), (1, 0)], [(2, 3)], [(2, 0), (0, 3)], [(2, h) for h in range(4)]):
+        for mode in ("zero", "uniform"):
+            whole = batches_probabilities(bundled.model, batches, len(texts), edit_attention=knock_out(heads, cfg, mode))
+            assert np.array_equal(passes.probabilities(heads, mode), whole)
+
+
+def test_shuffles_run_the_maps_below_the_last_once_to_the_numbers_of_whole_passes(bundled):
+    contexts = [context(bundled, SENTENCE), context(bundled, "not good at all")]
+    orders = [torch.stack([torch.randperm(ctx.n_tokens, generator=torch.Generator().manual_seed(i)) for i in range(3)])
+              for ctx in contexts]
+    got = run_side_by_side(contexts, [_ask(Shuffle(o)) for o in orders])
+    last = bundled.model_config.n_attention_maps - 1
+    for ctx, o, answer in zip(contexts, orders, got, strict=True):
+        with evaluating(bundled.model):
+            logits, _ = bundled.model.forward_features(ctx.features.expand(3, -1, -1), need_weights=False,
+                                                       edit_attention=_permute_last_layer(o, last))
+        assert np.abs(answer.numpy() - torch.softmax(logits.double(), -1).numpy()).max() < 1e-6
+        assert np.abs(answer.numpy() - ctx.probabilities.double().numpy()).max() > 1e-4  # the shuffles moved it

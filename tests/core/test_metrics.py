@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from attention_core import EpochRecord, History, ModelConfig, TrainConfig, Trainer, dataset_from_lists
-from attention_core.metrics import ADVICE, kendall, learning_verdict, run_verdict, spearman, verdict_fields, wilson_interval
+from attention_core.metrics import ADVICE, kendall, kendall_matrix, learning_verdict, run_verdict, spearman, verdict_fields, wilson_interval
 from tests.helpers.tiny_data import labels_without_meaning
 
 
@@ -48,6 +48,17 @@ def test_kendall_counts_concordant_and_discordant_pairs():
     # pairs (1,2) and (1,3) agree, (2,3) is swapped: (2 − 1) / 3
     assert kendall([1, 2, 3], [1, 3, 2]) == pytest.approx(1 / 3)
     assert kendall([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+
+
+def test_kendall_matrix_is_kendall_of_every_pair_to_the_bit():
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 3, 7, 40):
+        scores = [rng.normal(size=n), np.round(rng.normal(size=n), 1), np.zeros(n), rng.integers(0, 3, size=n),
+                  -np.arange(n), rng.permutation(n).astype(float)]
+        want = [[kendall(a, b) for b in scores] for a in scores]
+        assert kendall_matrix(scores) == want  # None where undefined, else the same floats
+    with pytest.raises(ValueError, match="same length"):
+        kendall_matrix([[1, 2], [1, 2, 3]])
 
 
 def test_kendall_is_tau_b_with_ties():

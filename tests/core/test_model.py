@@ -464,3 +464,52 @@ def test_frozen_layers_keep_the_lowest_layers_as_they_are() -> None:
     trains = {name.split(".")[1] for name, p in model.named_parameters() if name.startswith("blocks.") and p.requires_grad}
     assert trains == {"2"}  # only the top layer's parameters
     assert model.head.weight.requires_grad and model.embedding.weight.requires_grad
+
+
+@pytest.mark.parametrize("name", [*FORWARD_CONFIGS, "first-token pooling"])
+def test_only_real_tokens_through_the_layers_give_the_same_logits(name: str) -> None:
+    """forward_features(only_real=True) packs each row's real tokens before the layers: the logits of every row,
+    one with no real token included, are those of the padded rows (float64: to rounding)."""
+    cfg = FORWARD_CONFIGS.get(name) or ModelConfig(**{**SMALL, "n_classes": 3, "pooling": "first", "local_conv": 3})
+    torch.manual_seed(5)
+    model = AttentionClassifier(cfg, torch.randn(12, 8)).eval().double()
+    g = torch.Generator().manual_seed(6)
+    if model.local_conv is not None:  # weights that show: a packed row must still see its masked neighbours as gaps
+        with torch.no_grad():
+            model.local_conv.conv.weight.normal_(0, 0.3, generator=g)
+            model.local_conv.conv.bias.normal_(0, 0.3, generator=g)
+    features = model.embed(torch.randint(2, 12, (9, 7), generator=g))
+    mask = torch.rand(9, 7, generator=g) < 0.5
+    mask[0], mask[1], mask[2, 1:] = False, True, False  # no real token; all real; the first alone
+    mask[3, 0] = False  # the first token masked (with first-token pooling it is still what is read)
+    want, _ = model.forward_features(features, mask, need_weights=False)
+    got, attention = model.forward_features(features, mask, need_weights=False, only_real=True)
+    assert attention is None
+    torch.testing.assert_close(got, want, **TIGHT)
+    with pytest.raises(ValueError, match="only_real"):
+        model.forward_features(features, mask, only_real=True)
+
+
+@pytest.mark.parametrize("name", ["default preset", "attention pooling, input keys", "max pooling"])
+def test_the_maps_above_a_kept_hidden_state_give_the_full_pass_to_the_bit(name: str) -> None:
+    """forward_from(advance(enter(…), layer)) with an edit at that layer or above is forward_features with it."""
+    torch.manual_seed(7)
+    model = AttentionClassifier(FORWARD_CONFIGS[name], torch.randn(12, 8)).eval()
+    g = torch.Generator().manual_seed(8)
+    ids = torch.randint(2, 12, (4, 6), generator=g)
+    ids[1, 3:] = 0
+    features, mask = model.embed(ids), ids != 0
+    entered = model.enter(features, mask)
+    for layer in range(model.cfg.n_attention_maps):
+        def edit(at: int, w: torch.Tensor, key_mask: torch.Tensor, layer=layer) -> torch.Tensor:
+            return w.flip(-1) * key_mask if at == layer else w  # an edit of this map alone
+
+        want_logits, want_maps = model.forward_features(features, mask, edit_attention=edit)
+        hidden = model.advance(entered, layer)
+        assert hidden.layer == layer
+        logits, maps = model.forward_from(hidden, edit_attention=edit)
+        assert torch.equal(logits, want_logits) and torch.equal(maps, want_maps[layer:])
+        some = torch.tensor([3, 1, 1])  # rows picked (another batch: to float rounding)
+        cut, _ = model.forward_from(hidden.rows(some, 6), edit_attention=edit, need_weights=False)
+        torch.testing.assert_close(cut, want_logits[some], rtol=1e-5, atol=1e-6)
+    assert not torch.equal(want_logits, model.forward_features(features, mask)[0])  # the edit changed something
