@@ -27,19 +27,23 @@ Parts, each option in processes of its own (transformers is never imported besid
 3. cold start — a fresh process: imports, checkpoint → model and tokenizer, the first sentence's
    prediction with all 72 maps; median of 3 alternating;
 4. latency — one 20-word sentence → probabilities and all 72 attention maps (tokenize, forward, maps as
-   a NumPy array), median and p90 of 50 calls after 5 warm-up, on 2 and on 1 torch thread; goal ≤ 150 ms;
+   a NumPy array), median and p90 of 30 calls after 5 warm-up, on 2 and on 1 torch thread, wall and CPU
+   milliseconds; goal ≤ 150 ms on 1 thread, the app server's count (``ui/server.py``);
 5. fine-tuning throughput — the UCI sentences (data/), max 64 word pieces, batches of 32 padded to their
-   longest, AdamW (lr 2e-5), dropout on: examples/s over 12 steps after 2 warm-up (the same batches for
-   every option), on 1 and 2 threads, the whole model and with the embeddings and the lower 3 layers
-   frozen;
+   longest, AdamW (lr 2e-5), dropout on: examples/s (wall and CPU) over 4 steps after 1 warm-up (the same
+   batches for every option), on 1 and 2 threads, the whole model and with the embeddings and the lower 3
+   layers frozen;
 6. the core's tools — each run on the option's model unchanged: a head knock-out
    (``faithfulness.knock_out`` through ``edit_attention``), saliency and integrated gradients
    (``explain.token_saliency``, from ``model.embed``), rollout (``explain.attention_rollout``), flow
    (``faithfulness.attention_flow``) and the whole faithfulness lab (``faithfulness.sentence_lab``);
    whether each ran, its seconds, and for the transformers option whether its maps equal eager's.
 
-Every part records the CPU other processes used meanwhile (``DISTURBED`` above 0.1 cores). The last
-line of stdout is one JSON object with everything.
+Parts 4 and 5 run in ``--rounds`` rounds (3), the options alternating, each round a fresh process per
+option; the medians over the rounds are reported, and each round's figures. Every part records the CPU
+other processes used meanwhile (``DISTURBED`` above 0.1 cores): on this shared 2-core machine, compare the
+CPU figures, and the wall figures of 1 thread, which a busy neighbour disturbs least. The last line of
+stdout is one JSON object with everything.
 """
 
 from __future__ import annotations
@@ -211,8 +215,9 @@ def cold_starts(options: list[str], rounds: int) -> dict[str, Any]:
 
 
 def installed_mb(option: str) -> dict[str, Any]:
-    """MB installed by what ``option`` adds to requirements.txt's packages, dependencies included."""
-    base = closure(requirement_names(ROOT / "requirements.txt"))
+    """MB installed by what ``option`` adds to requirements.txt's other packages, dependencies included."""
+    adds = {canonical(name) for names in ADDS.values() for name in names}
+    base = closure([name for name in requirement_names(ROOT / "requirements.txt") if canonical(name) not in adds])
     added = closure(ADDS[option]) - base
     sizes = {name: dist_bytes(name) for name in sorted(added)}
     missing = [name for name, size in sizes.items() if size is None]
@@ -421,18 +426,45 @@ def tools(option: str, model, encoder, quick: bool) -> dict[str, Any]:
     return out
 
 
-def worker(option: str, quick: bool) -> dict[str, Any]:
+def worker(option: str, quick: bool, with_tools: bool) -> dict[str, Any]:
+    """One round of ``option``'s in-process parts (latency, training; the tools in the first round)."""
     import torch
 
     torch.manual_seed(0)
     torch.set_num_threads(2)
     model, encoder = build(option)
     return {
-        "latency": latency(model, encoder, calls=3 if quick else 50, warmup=1 if quick else 5),
+        "latency": latency(model, encoder, calls=3 if quick else 30, warmup=1 if quick else 5),
         "training": training(option, model, encoder, steps=1, warmup=0, batch_size=4, settings=((1, "frozen"),))
-        if quick else training(option, model, encoder, steps=12, warmup=2),
-        "tools": tools(option, model, encoder, quick) if option != "transformers_sdpa" else None,
+        if quick else training(option, model, encoder, steps=4, warmup=1),
+        "tools": tools(option, model, encoder, quick) if with_tools and option != "transformers_sdpa" else None,
     }
+
+
+def rounds_of(options: list[str], rounds: int, quick: bool) -> dict[str, Any]:
+    """Each option's worker ``rounds`` times, the options alternating (in reverse every other round: the
+    machine's speed drifts); per option the median of every figure over the rounds, and each round's."""
+    runs: dict[str, list[dict]] = {o: [] for o in options}
+    for r in range(rounds):
+        for option in options if r % 2 == 0 else options[::-1]:
+            print(f"round {r + 1}/{rounds}: {option} …", flush=True)
+            args = ["--worker", option, *(["--quick"] if quick else []), *(["--tools"] if r == 0 else [])]
+            runs[option].append(python(f"import sys; from benchmarks.pretrained import main; sys.exit(main({args!r}))",
+                                       timeout=1800))
+    return {o: {"latency": median_of([run["latency"] for run in rs]),
+                "training": median_of([run["training"] for run in rs]),
+                "tools": rs[0]["tools"], "rounds": [{k: run[k] for k in ("latency", "training")} for run in rs]}
+            for o, rs in runs.items()}
+
+
+def median_of(trees: list[Any]) -> Any:
+    """The median of every number at the same place of ``trees`` (dicts of the same shape); others from the first."""
+    first = trees[0]
+    if isinstance(first, dict):
+        return {k: median_of([t[k] for t in trees]) for k in first}
+    if isinstance(first, int | float) and not isinstance(first, bool) and all(t is not None for t in trees):
+        return round(statistics.median(trees), 3)
+    return first
 
 
 def installed(name: str) -> bool:
@@ -444,10 +476,12 @@ def installed(name: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run: every part once, few calls (not figures)")
-    parser.add_argument("--worker", choices=OPTIONS, help=argparse.SUPPRESS)  # one option's in-process parts
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the in-process parts (default 3)")
+    parser.add_argument("--worker", choices=OPTIONS, help=argparse.SUPPRESS)  # one round of one option's parts
+    parser.add_argument("--tools", action="store_true", help=argparse.SUPPRESS)  # … with the tools
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(args.worker, args.quick)))
+        print(json.dumps(worker(args.worker, args.quick, args.tools)))
         return 0
     options = ["ours", *(OPTIONS[1:] if installed("transformers") else [])]
     results: dict[str, Any] = {"quick": args.quick, "options": options,
@@ -457,13 +491,10 @@ def main(argv: list[str] | None = None) -> int:
     results["installed_mb"] = {o: installed_mb(o) for o in ("ours", "transformers")}
     print("cold start …", flush=True)
     results["cold_start"] = cold_starts(options[:2], 1 if args.quick else 3)
-    for option in options:
-        print(f"{option}: latency, training, tools …", flush=True)
-        results[option] = python(f"import sys; from benchmarks.pretrained import main; "
-                                 f"sys.exit(main(['--worker', {option!r}] + {['--quick'] if args.quick else []!r}))",
-                                 timeout=1800)
-    ours = results["ours"]["latency"]["2_threads"]["median_ms"]
-    results["latency_goal"] = {"goal_ms": LATENCY_GOAL_MS, "ours_median_ms": ours, "met": ours <= LATENCY_GOAL_MS}
+    results.update(rounds_of(options, 1 if args.quick else args.rounds, args.quick))
+    ours = results["ours"]["latency"]["1_threads"]["median_ms"]  # the app's server predicts on 1 thread (ui/server.py)
+    results["latency_goal"] = {"goal_ms": LATENCY_GOAL_MS, "ours_median_ms_1_thread": ours,
+                               "met": ours <= LATENCY_GOAL_MS}
     cores = [v for v in _values(results, "other_processes_cores") if v is not None]
     results["disturbed"] = bool(cores) and max(cores) > DISTURBED_CORES
     if results["disturbed"]:
