@@ -31,7 +31,7 @@ from attention_core.faithfulness import (
 from attention_core.map_names import head_name, head_names, map_words, parse_heads
 from attention_core.model import ModelConfig
 from attention_core.run_folders import run_stamp
-from ui import chart_downloads, figures, view_link
+from ui import chart_downloads, figures, state, view_link
 from ui import faithfulness_figures as figs
 from ui.live_chart import live_plotly_chart
 from ui.markup import token_chips
@@ -289,6 +289,8 @@ def make_report(run: Run, path: Path, mode: str, n: int, seed: int = 0) -> RunRe
 def report_controls(run: Run) -> tuple[str, int, bool]:
     """The report's knock-out mode, how many validation sentences, and whether "Run the report" was clicked."""
     n_val = len(run.validation[0])
+    if not 1 <= int(state.current("faith_report_n", n_val)) <= n_val:  # chosen for a run with more of them
+        state.put("faith_report_n", n_val)
     left, right = st.columns(2, gap="large")
     n = left.number_input(f"Validation sentences (of {n_val:,})", 1, max(n_val, 1), **kept("faith_report_n", n_val),
                           help="Fewer sentences give a quicker, rougher report.")
