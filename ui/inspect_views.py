@@ -192,6 +192,7 @@ def model_view(ex: Explanation, cfg: ModelConfig, *, model: str) -> Zoom:
                + (f"The last row, **{names[-1]}**, is {figures.POOLING_CAPTION} (one row each: the label's "
                   "query). " if pooled else "")
                + (f"{HIDDEN_SAID} " if hidden else "")
+               + ("Each map is titled *layer.head*. " if n_heads + 1 > figures.WIDE_GRID else "")
                + "**Click a map to zoom in**, or pick it below.")
     st.plotly_chart(figures.selectable_attention_grid(attn, tokens, pooling=pooled), key="inspect_grid",
                     on_select=_zoom_from_click, selection_mode="points",
