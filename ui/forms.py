@@ -85,9 +85,9 @@ def _fine_tune_fields(model: ModelConfig, train: TrainConfig, k: Callable[..., d
                         help="The top layers that learn from your data, with the new classifier head; the layers below "
                         "them, and the word-piece embeddings, stay as pretrained. More layers: slower, and more to "
                         "learn from few rows.")
-        c2.number_input("Maximum length (word pieces)", 3, model.max_len, **k("max_pieces", train.max_tokens),
-                        help="A sentence is cut to this many word pieces, [CLS] and [SEP] included (a word can be "
-                        "several pieces). Longer: slower.")
+        c2.number_input("Word pieces at most", 3, model.max_len, **k("max_pieces", train.max_tokens),
+                        help="The maximum length of a sentence, in word pieces: a longer one is cut to this many, [CLS] "
+                        "and [SEP] included (a word can be several pieces). Longer: slower.")
         c3.number_input("Validation share", 0.0, 0.5, step=0.05, **k("val", train.val_fraction))
         st.caption(f"What trains: the top layers of the pretrained encoder ({model.n_layers} layers × {model.n_heads} "
                    f"heads, {model.d_model}-d) that you choose above, and a new classifier head for your labels; the "

@@ -362,13 +362,17 @@ def ending(snap: JobStatus, train_config: TrainConfig) -> str:
     budget of ``train_config``), and where its run is."""
     trained, planned = snap.epochs_recorded, snap.epochs
     epochs = f"{trained} of {planned} epochs" if trained < planned else f"all {planned} epoch{'s' * (planned != 1)}"
+    step, when = snap.step, f"after {epochs}"
+    if snap.state == "time budget" and step is not None and 0 < step.step_in_epoch < step.steps_per_epoch:
+        # cut short within an epoch (a fine-tuning's first epoch can outlast the budget): said, not "all 1 epoch"
+        when = f"at step {step.step_in_epoch} of {step.steps_per_epoch} of epoch {step.epoch} of {planned}"
     how = {"stopped": f"Training stopped after {epochs}.",
-           "time budget": f"Training reached its time budget of {train_config.time_budget or 0:g} s after {epochs}."}
+           "time budget": f"Training reached its time budget of {train_config.time_budget or 0:g} s {when}."}
     sentence = how.get(snap.state, f"Training finished: {epochs}.")
     if patience_stop(snap.state, trained, train_config) and snap.message:  # say why
         sentence += f" {snap.message[0].upper()}{snap.message[1:]}."
     if snap.run_path is None:
-        return sentence.replace(f"after {epochs}", "before its first epoch ended") + " There is nothing to save."
+        return sentence.replace(when, "before its first epoch ended") + " There is nothing to save."
     gone = "" if snap.run_path.is_dir() else " (deleted since)"
     return f"{sentence} Saved as run `{snap.run_path.name}`{gone}."
 
