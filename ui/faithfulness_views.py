@@ -183,8 +183,10 @@ def knock_out_lab(run: Run, text: str) -> None:
         live_plotly_chart(figures.probability_bars(edited.probabilities, predicted=edited.label), key="faith_ko_probs",
                           config=chart_downloads.config("Probabilities", model=run.name, sentence=text, detail=knocked))
     change = max(abs(edited.probabilities[k] - plain.probabilities[k]) for k in plain.probabilities)
-    st.caption(f"The largest change in a class's probability: {change:.1%}. Below, every map with those heads off: "
-               "a head switched off in an early layer changes what the later layers see, so their maps move too.")
+    framed = " (framed in red)" if cfg.n_heads + 1 > figures.WIDE_GRID else ""
+    st.caption(f"The largest change in a class's probability: {change:.1%}. Below, every map with those heads "
+               f"off{framed}: a head switched off in an early layer changes what the later layers see, so their maps "
+               "move too.")
     live_plotly_chart(figs.knocked_out_grid(np.asarray(edited.attention), edited.tokens, off,
                                            pooling=cfg.pooling == "attention"), key="faith_ko_grid",
                       config=chart_downloads.config("Attention, every layer and head", model=run.name, sentence=text,
