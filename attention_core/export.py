@@ -148,3 +148,34 @@ def to_circuitsvis(tokens: Sequence[str], attention: np.ndarray | torch.Tensor |
         raise InputError(f"layer {layer} does not exist: the attention has {maps} maps (a model that pools by "
                          "attention has its pooling query's last)", f"choose 0 to {maps - 1} (or -1 for the last)")
     return list(tokens), weights[layer].numpy()  # (H, T, T)
+
+
+SPECIAL_TOKENS = ("[CLS]", "[SEP]")  # a BERT tokenizer's sentence start and end (attention_core.pretrained)
+
+
+def has_special_tokens(tokens: Sequence[str]) -> bool:
+    """Whether ``tokens`` hold a BERT tokenizer's [CLS] or [SEP] (a small model's never do)."""
+    return any(t in SPECIAL_TOKENS for t in tokens)
+
+
+def without_special_tokens(attention: np.ndarray, tokens: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    """BertViz's "Hide [CLS] and [SEP]": the maps without those tokens' rows and columns, each remaining row divided
+    by what is left of it, so that it sums to 1 again (the weight a word gave [CLS] and [SEP] shared out in
+    proportion to the rest). A row left with nothing (it attended only to them) stays 0.
+
+    Shape: attention (…, T, T), tokens T → (…, T', T'), T' tokens (T' = T less the special ones).
+
+    Example:
+        >>> a = np.array([[0.5, 0.25, 0.25], [0.2, 0.4, 0.4], [0.6, 0.2, 0.2]])
+        >>> kept, words = without_special_tokens(a, ["[CLS]", "hi", "there"])
+        >>> words, kept.tolist()
+        (['hi', 'there'], [[0.5, 0.5], [0.5, 0.5]])
+    """
+    attention = np.asarray(attention, dtype=float)
+    if attention.shape[-2:] != (len(tokens), len(tokens)):
+        raise InputError(f"attention {attention.shape} does not fit {len(tokens)} tokens",
+                         "pass square maps with one row and column per token")
+    keep = [i for i, t in enumerate(tokens) if t not in SPECIAL_TOKENS]
+    kept = attention[..., keep, :][..., keep]
+    sums = kept.sum(axis=-1, keepdims=True)
+    return np.divide(kept, sums, out=np.zeros_like(kept), where=sums > 0), [tokens[i] for i in keep]

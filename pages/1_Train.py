@@ -7,6 +7,7 @@ import streamlit as st
 from attention_core.data import detect_columns
 from attention_core.errors import InputError
 from attention_core.presets import DEFAULT
+from attention_core.pretrained import base_title
 from attention_core.training import TrainerSpec
 from ui import forms, train_views, view_link
 from ui.common import BUNDLED_DATA, EXAMPLES, embeddings, kept, runs_dir
@@ -39,7 +40,8 @@ if source == "Upload a CSV":
 else:
     name, data = BUNDLED_DATA[source].name, BUNDLED_DATA[source].read_bytes()
 
-vectors = train_views.word_vectors_choice()  # the file's path; None: the bundled GloVe
+base = forms.chosen_preset_base()  # a pretrained encoder to fine-tune: it reads word pieces, not word vectors
+vectors = train_views.word_vectors_choice(base and base_title(base))  # the file's path; None: the bundled GloVe
 
 try:
     table, *_ = parse(data, name)

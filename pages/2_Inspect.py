@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import inspect_views as views
-from ui import neuron_views, view_link
+from ui import model_notes, neuron_views, view_link
 from ui.common import EXAMPLES, kept, page_setup, sidebar_run
 from ui.sentence_box import sentence_box
 
@@ -44,6 +44,7 @@ if not text.strip():
 method = views.saliency_method()  # (its selectbox is on the saliency tab)
 ex = views.explanation(run, path, text, method)
 n_layers, n_heads = ex.attention.shape[:2]
+model_notes.untrained_notice(run)
 views.prediction(ex, true_label, model=run.name)
 views.keep_layer_and_head_choices(n_layers, n_heads)
 
@@ -51,7 +52,7 @@ tabs = view_link.tabs("inspect_tab", list(views.TABS.values()))
 with tabs[0]:
     zoom = views.model_view(ex, run.model_config, model=run.name)
 with tabs[1]:
-    views.rollout_and_saliency(ex, run.model_config, model=run.name)
+    views.rollout_and_saliency(ex, run.model_config, model=run.name, untrained=model_notes.head_untrained(run))
 with tabs[2]:
     neuron_views.neuron_tab(run, text, ex.tokens, model=run.name)
 with tabs[3]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import faithfulness_views as views
-from ui import view_link
+from ui import model_notes, view_link
 from ui.common import EXAMPLES, page_setup, sidebar_run
 from ui.markup import escaped
 from ui.sentence_box import sentence_box
@@ -25,11 +25,16 @@ intro.caption(
 )
 link.add(*views.view_params(run, EXAMPLES[0]))
 link.write()
+model_notes.untrained_notice(run)
 
 tab_sentence, tab_heads, tab_run = view_link.tabs("faith_tab", list(views.TABS.values()))
 
 with tab_run:  # first: a sentence the model cannot read stops the page below, not this report
-    if not run.validation[0]:
+    if not run.validation[0] and model_notes.head_untrained(run):
+        st.info("The pretrained encoder was never trained here, so it has no labelled validation sentences to report "
+                "on. Fine-tune it on the Train page, on a labelled CSV of yours or the bundled UCI sentences, and pick "
+                "that run: the report scores its validation sentences.")
+    elif not run.validation[0]:
         st.info("This run kept no validation sentences to report on: pick a run trained in this app.")
     else:
         mode, n, clicked = views.report_controls(run)

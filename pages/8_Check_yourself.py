@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from attention_core.errors import InputError
+from ui import model_notes, view_link
 from ui import quiz_views as views
-from ui import view_link
 from ui.common import EXAMPLES, page_setup, sidebar_run
 from ui.sentence_box import sentence_box
 
@@ -22,6 +22,10 @@ link.add(view_link.run())
 path, run = sidebar_run("quiz_run")
 link.add(view_link.text("sentence", "quiz_text", EXAMPLES[0]))
 link.write()
+if model_notes.head_untrained(run):
+    st.info("This is the pretrained encoder before fine-tuning: its attention is real, but its classifier head is "
+            "untrained, so its label means nothing yet. The questions here are about its attention only; fine-tune it "
+            "on the Train page for questions about its predictions too.", icon=":material/info:")
 text = sentence_box("Your sentence", "quiz_text", EXAMPLES[0])
 if not text.strip():
     st.info("Type a sentence above to get questions about it.")

@@ -9,7 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from attention_core import Embeddings, EmbeddingSource, Run, load_embeddings, load_run
-from attention_core.errors import EmbeddingError, InputError
+from attention_core.errors import EmbeddingError, InputError, RunError
 from attention_core.run_folders import run_stamp
 from attention_core.runs import relink_embeddings
 from attention_core.workspaces import (
@@ -24,7 +24,15 @@ from attention_core.workspaces import (
     signed_in_user,
     teacher_emails,
 )
-from ui.preview import BUNDLED_NAME, DEFAULT_RUN, EXAMPLES, ROOT  # noqa: F401 — re-exported for the pages
+from ui.preview import (  # noqa: F401 — re-exported for the pages
+    BUNDLED_NAME,
+    DEFAULT_RUN,
+    EXAMPLES,
+    PICKER_HELP,
+    PRETRAINED_NAME,
+    PRETRAINED_RUN,
+    ROOT,
+)
 from ui.state import kept  # noqa: F401 — re-exported for the pages
 
 BUNDLED_DATA = {
@@ -156,25 +164,47 @@ def default_run() -> Run:
     return load_run(DEFAULT_RUN)
 
 
+@st.cache_resource(show_spinner="Loading the pretrained all-MiniLM-L6-v2…")
+def pretrained_run() -> Run:
+    """The bundled pretrained encoder with its untrained head (``attention_core.pretrained.pretrained_run``):
+    shared read-only, loaded once per server when a page first shows it."""
+    return load_run(str(PRETRAINED_RUN))
+
+
+def pretrained_choice() -> dict[str, Path]:
+    """The model picker's choice of the bundled pretrained encoder, {name: its path}; {} when its package is not
+    installed (nothing is loaded to list it)."""
+    from attention_core import pretrained
+
+    try:
+        pretrained.bundled_checkpoint()
+    except RunError:
+        return {}
+    return {PRETRAINED_NAME: PRETRAINED_RUN}
+
+
 def run_choices() -> dict[str, Path]:
-    """Display name → run directory (:meth:`WorkspaceStore.run_choices`): the bundled model first."""
-    return workspace_store().run_choices(current_workspace(), BUNDLED_NAME, DEFAULT_RUN)
+    """Display name → run directory (:meth:`WorkspaceStore.run_choices`): the bundled model first, the bundled
+    pretrained encoder next (when installed)."""
+    return workspace_store().run_choices(current_workspace(), BUNDLED_NAME, DEFAULT_RUN, pretrained_choice())
 
 
 def run_link_name(choice: str) -> str | None:
     """The model picker's ``choice`` as a link's ``run`` (:meth:`WorkspaceStore.run_link_name`)."""
-    return workspace_store().run_link_name(choice, BUNDLED_NAME)
+    return workspace_store().run_link_name(choice, BUNDLED_NAME, PRETRAINED_NAME)
 
 
 def run_from_link(value: str) -> str:
     """The model picker's choice for a link's ``run`` (:meth:`WorkspaceStore.run_from_link`), or its ``RunError``."""
-    return workspace_store().run_from_link(current_workspace(), value)
+    return workspace_store().run_from_link(current_workspace(), value, next(iter(pretrained_choice()), None))
 
 
 def get_run(path: Path) -> Run:
-    """Load a run once per session (keyed by path and modification time)."""
+    """Load a run once per session (keyed by path and modification time); the bundled ones once per server."""
     if path == DEFAULT_RUN:
         return default_run()
+    if path == PRETRAINED_RUN:
+        return pretrained_run()
     cache = st.session_state.setdefault("loaded_runs", {})
     key = run_stamp(path)
     if key not in cache:
@@ -198,7 +228,7 @@ def active_run_picker(key: str, *, label: str = "Model") -> tuple[Path, Run] | N
         st.warning(f"The run “{gone}” was unpublished by the teacher; showing **{names[0]}** instead.")
     # The shared choice wins over this widget's own (chosen on another page, a training that ended).
     st.session_state[key] = current if current in names else names[0]
-    name = st.selectbox(label, names, key=key, help="The bundled model, or any run you trained.",
+    name = st.selectbox(label, names, key=key, help=PICKER_HELP,
                         on_change=_picked, args=(key,))
     st.session_state["active_run"] = name
     try:
@@ -226,10 +256,20 @@ def active_run_picker(key: str, *, label: str = "Model") -> tuple[Path, Run] | N
 
 
 def run_caption(run: Run) -> str:
-    """The sidebar's line about the run: its name, size, positions and labels."""
+    """The sidebar's line about the run: its name, size, positions (or its pretrained base) and labels."""
+    from ui.model_notes import base_title, head_untrained
+
     cfg = run.model_config
     size = f"{cfg.n_layers} layer{'s' * (cfg.n_layers != 1)} × {cfg.n_heads} head{'s' * (cfg.n_heads != 1)}"
-    return f"**{run.name}** · {size} · {cfg.positional} positions · labels: {', '.join(run.label_names)}"
+    base = base_title(run)
+    if base is None:
+        kind = f"{cfg.positional} positions"
+    elif head_untrained(run):
+        kind = "pretrained, word pieces"
+    else:
+        kind = f"fine-tuned from {base} (top {cfg.n_layers - cfg.frozen_layers} of {cfg.n_layers} layers)"
+    untrained = " (the classifier head is untrained: they mean nothing yet)" if head_untrained(run) else ""
+    return f"**{run.name}** · {size} · {kind} · labels: {', '.join(run.label_names)}{untrained}"
 
 
 def sidebar_run(key: str) -> tuple[Path, Run]:

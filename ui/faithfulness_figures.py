@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ui.figures import _dedupe, attention_grid, themed
+from ui.figures import WIDE_GRID, _dedupe, attention_grid, themed
 
 RANDOM = "random"
 _RANDOM_LINE = {"color": "#555", "dash": "dash", "width": 2}
@@ -91,11 +91,16 @@ def knocked_out_grid(attention: np.ndarray, tokens: Sequence[str], off: Sequence
     attention's (drawn one row each)."""
     fig = attention_grid(attention, tokens, pooling=pooling)
     cols = attention.shape[1] + 1
+    wide = cols > WIDE_GRID  # its maps too narrow for "1.2 · OFF" (it ran into the next title): framed in red instead
     for i, annotation in enumerate(fig.layout.annotations):  # subplot titles, row by row
         layer, head = divmod(i, cols)
         if (layer, head) in off:
-            annotation.text = f"<b>{annotation.text} · OFF</b>"
+            annotation.text = f"<b>{annotation.text}</b>" if wide else f"<b>{annotation.text} · OFF</b>"
             annotation.font.color = "#d62728"  # (its size stays the subplot titles')
+            if wide:
+                n = "" if i == 0 else i + 1  # the subplot's axes: x, x2, x3, … row by row
+                fig.add_shape(type="rect", xref=f"x{n} domain", yref=f"y{n} domain", x0=0, x1=1, y0=0, y1=1,
+                              line={"color": "#d62728", "width": 3})
     return fig
 
 

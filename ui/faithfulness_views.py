@@ -31,7 +31,7 @@ from attention_core.faithfulness import (
 from attention_core.map_names import head_name, head_names, map_words, parse_heads
 from attention_core.model import ModelConfig
 from attention_core.run_folders import run_stamp
-from ui import chart_downloads, figures, view_link
+from ui import chart_downloads, figures, state, view_link
 from ui import faithfulness_figures as figs
 from ui.live_chart import live_plotly_chart
 from ui.markup import token_chips
@@ -183,8 +183,10 @@ def knock_out_lab(run: Run, text: str) -> None:
         live_plotly_chart(figures.probability_bars(edited.probabilities, predicted=edited.label), key="faith_ko_probs",
                           config=chart_downloads.config("Probabilities", model=run.name, sentence=text, detail=knocked))
     change = max(abs(edited.probabilities[k] - plain.probabilities[k]) for k in plain.probabilities)
-    st.caption(f"The largest change in a class's probability: {change:.1%}. Below, every map with those heads off: "
-               "a head switched off in an early layer changes what the later layers see, so their maps move too.")
+    framed = " (framed in red)" if cfg.n_heads + 1 > figures.WIDE_GRID else ""
+    st.caption(f"The largest change in a class's probability: {change:.1%}. Below, every map with those heads "
+               f"off{framed}: a head switched off in an early layer changes what the later layers see, so their maps "
+               "move too.")
     live_plotly_chart(figs.knocked_out_grid(np.asarray(edited.attention), edited.tokens, off,
                                            pooling=cfg.pooling == "attention"), key="faith_ko_grid",
                       config=chart_downloads.config("Attention, every layer and head", model=run.name, sentence=text,
@@ -289,6 +291,8 @@ def make_report(run: Run, path: Path, mode: str, n: int, seed: int = 0) -> RunRe
 def report_controls(run: Run) -> tuple[str, int, bool]:
     """The report's knock-out mode, how many validation sentences, and whether "Run the report" was clicked."""
     n_val = len(run.validation[0])
+    if not 1 <= int(state.current("faith_report_n", n_val)) <= n_val:  # chosen for a run with more of them
+        state.put("faith_report_n", n_val)
     left, right = st.columns(2, gap="large")
     n = left.number_input(f"Validation sentences (of {n_val:,})", 1, max(n_val, 1), **kept("faith_report_n", n_val),
                           help="Fewer sentences give a quicker, rougher report.")

@@ -19,7 +19,7 @@ import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from attention_core.history import EpochRecord
-from attention_core.map_names import grid_title
+from attention_core.map_names import grid_title, short_map_name
 
 COLORSCALE = "Blues"
 # plotly_white, keeping only what the app's charts use (every heatmap names its colour scale;
@@ -72,6 +72,8 @@ POOLING_CAPTION = "the pooling attention: how much each word counts toward the l
 POOLING_ROW = 90  # px: a grid's row of pooling maps, against its layers' ``cell``
 POOLING_VALUES = 24  # a pooling map's one row has its values written up to this many words (wider, they overlap)
 POOLING_VALUES_NARROW = 8  # the same in half the page's width (a column of two)
+WIDE_GRID = 9  # a grid with more columns of maps than this (a pretrained encoder's 12 heads + their average) is drawn
+WIDE_CELL = 100  # px a row (its maps near square at 1280 px and at 1024 in projector mode), titled "layer.head"
 
 
 def _dedupe(tokens: Sequence[str]) -> list[str]:
@@ -187,21 +189,38 @@ def attention_heatmap(
 
 
 @themed
-def attention_grid(attention: np.ndarray, tokens: Sequence[str], *, average: bool = True, cell: int = 230,
+def wide_grid_title(index: int, head: int, n_layers: int, n_heads: int) -> str:
+    """A wide grid's small title (more than :data:`WIDE_GRID` columns, where "L1 · H10" runs into its neighbours):
+    "1.10" (layer 1, head 10: as the Faithfulness page names heads), "1 avg" for the average of the heads.
+
+    Example:
+        >>> [wide_grid_title(0, 9, 6, 12), wide_grid_title(5, 12, 6, 12)]
+        ['1.10', '6 avg']
+    """
+    name = short_map_name(index, n_layers).removeprefix("L")
+    return f"{name} avg" if head == n_heads else f"{name}.{head + 1}"
+
+
+def attention_grid(attention: np.ndarray, tokens: Sequence[str], *, average: bool = True, cell: int | None = None,
                    pooling: bool = False) -> go.Figure:
     """All layers × heads (plus a head-average column) as small heatmaps. attention (L, H, T, T).
 
     ``pooling``: the last row of maps is a pooling attention's (L − 1 layers, then it), each map drawn
-    as its one row (:func:`pooling_row`), in a row of the grid :data:`POOLING_ROW` px high."""
+    as its one row (:func:`pooling_row`), in a row of the grid :data:`POOLING_ROW` px high. ``cell``: a row's
+    height in px (default 230; :data:`WIDE_CELL` for a grid of more than :data:`WIDE_GRID` columns, whose maps are
+    narrow, titled as :func:`wide_grid_title` says)."""
     a = np.asarray(attention, dtype=float)
     n_layers, n_heads = a.shape[:2]
     cols = n_heads + (1 if average else 0)
+    wide = cols > WIDE_GRID
+    cell = cell or (WIDE_CELL if wide else 230)
     pooled = n_layers - 1 if pooling else None  # the pooling attention's row of maps
-    titles = [grid_title(layer, h, n_layers - 1 if pooling else n_layers, n_heads) for layer in range(n_layers)
+    title = wide_grid_title if wide else grid_title
+    titles = [title(layer, h, n_layers - 1 if pooling else n_layers, n_heads) for layer in range(n_layers)
               for h in range(cols)]
     heights = [POOLING_ROW if layer == pooled else cell for layer in range(n_layers)]
-    fig = make_subplots(rows=n_layers, cols=cols, subplot_titles=titles, horizontal_spacing=0.03,
-                        vertical_spacing=0.08, row_heights=heights)
+    fig = make_subplots(rows=n_layers, cols=cols, subplot_titles=titles, horizontal_spacing=0.012 if wide else 0.03,
+                        vertical_spacing=0.08 if not wide else 0.3 / n_layers, row_heights=heights)
     toks = _dedupe(tokens)
     for layer in range(n_layers):
         for h in range(cols):
@@ -225,8 +244,9 @@ def attention_grid(attention: np.ndarray, tokens: Sequence[str], *, average: boo
             )
     labels = len(toks) <= 16
     fig.update_yaxes(autorange="reversed", showticklabels=labels, tickfont={"size": 9})
-    fig.update_xaxes(showticklabels=labels, tickangle=-90, tickfont={"size": 9}, automargin=True)  # (upright: a word
-    # per column of a map, and a map is narrow)
+    # Upright: a word per column of a map, and a map is narrow. A wide grid's maps are too narrow for the words under
+    # them (they ran into the next map's): its rows name them.
+    fig.update_xaxes(showticklabels=labels and not wide, tickangle=-90, tickfont={"size": 9}, automargin=True)
     if labels:  # once per row / column of maps: elsewhere they run into the titles below and the maps to their left
         for layer in range(1, n_layers):
             fig.update_xaxes(showticklabels=False, row=layer)
@@ -453,7 +473,7 @@ def matrix_table(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *
 
 
 @themed
-def selectable_attention_grid(attention: np.ndarray, tokens: Sequence[str], *, cell: int = 230,
+def selectable_attention_grid(attention: np.ndarray, tokens: Sequence[str], *, cell: int | None = None,
                               pooling: bool = False) -> go.Figure:
     """:func:`attention_grid` (with the head-average column) that reports which map was clicked.
 

@@ -10,12 +10,21 @@ import streamlit as st
 
 # How the model turns the words' final vectors into the label, for "What am I looking at?" (by whether
 # it pools by attention).
-READOUT = {
+READOUT: dict[object, str] = {
     False: "The model then averages the words' final vectors and a linear layer turns that into the class "
            "probabilities on the left.",
     True: "The model then sums the words' final vectors weighted by the **Pooling** map: each head has a learned "
           "query, the label's query, that attends over the words, so that map has one row, how much each word "
           "counts toward the label. A linear layer turns the sum into the class probabilities on the left.",
+    "untrained": "The model then averages the word pieces' final vectors, and a linear layer, its classifier head, "
+                 "turns that into the class probabilities on the left. This pretrained encoder's head is untrained "
+                 "(random), so those probabilities mean nothing until it is fine-tuned on the Train page.",
+}
+# What Q, K and V are maps of, by whether the model reads word pieces (a pretrained encoder) or words (GloVe).
+INPUTS = {
+    False: "the word vectors (GloVe)",
+    True: "the word pieces' vectors (the pretrained encoder's own, plus a learned vector for each position; from "
+          "the second layer on, of what the layer below made of them)",
 }
 
 
@@ -48,7 +57,7 @@ def home() -> None:
 
     from ui import figures, preview
     from ui.markup import token_chips
-    from ui.preview import BUNDLED_NAME, EXAMPLES
+    from ui.preview import BUNDLED_NAME, EXAMPLES, PICKER_HELP, PRETRAINED_NAME
     from ui.sentence_box import sentence_box
     from ui.state import kept, kept_in_state
 
@@ -68,24 +77,30 @@ def home() -> None:
              and st.session_state.get("active_run", BUNDLED_NAME) == BUNDLED_NAME and not preview.runs_saved())
     with st.sidebar:
         if quick:
-            st.selectbox("Model", [BUNDLED_NAME], key="home_run", help="The bundled model, or any run you trained.")
+            # The pretrained encoder is listed when its package is installed (located, not loaded); picking it
+            # takes the path below (it is not the bundled model), which loads the model code.
+            st.selectbox("Model", [BUNDLED_NAME, *([PRETRAINED_NAME] * preview.pretrained_installed())], key="home_run",
+                         help=PICKER_HELP, on_change=lambda: st.session_state.update(active_run=st.session_state["home_run"]))
             about = (saved.run_name, saved.n_layers, saved.n_heads, saved.label_names, saved.embeddings)
+            untrained, wordpieces = False, False  # the bundled model: trained, on GloVe's words
             layer_names = saved.map_names  # ModelConfig.map_names(), as saved with the preview
         else:
             from ui.common import active_run_picker
+            from ui.model_notes import head_untrained, inputs_said
 
             picked = active_run_picker("home_run")
             if picked is None:
                 st.stop()
             path, run = picked
             layer_names = run.model_config.map_names()  # a map per layer, and "Pooling" for the pooling query's
-            about = (run.name, run.model_config.n_layers, run.model_config.n_heads, run.label_names,
-                     run.encoder.embeddings.source.describe())
+            about = (run.name, run.model_config.n_layers, run.model_config.n_heads, run.label_names, inputs_said(run))
+            untrained, wordpieces = head_untrained(run), run.model_config.base is not None
         st.page_link("pages/1_Train.py", label="Train your own model")
         st.page_link("pages/2_Inspect.py", label="Inspect a model in depth")
         name, n_layers, n_heads, labels, embeddings = about
         size = f"{n_layers} layer{'s' * (n_layers != 1)} × {n_heads} head{'s' * (n_heads != 1)}"
-        st.caption(f"**{name}** · {size} · labels: {', '.join(labels)} · embeddings: {embeddings}")
+        untrained_said = " (the classifier head is untrained: they mean nothing yet)" if untrained else ""
+        st.caption(f"**{name}** · {size} · labels: {', '.join(labels)}{untrained_said} · embeddings: {embeddings}")
     n_maps = len(layer_names)
     head_options = [head_choice(h, n_heads).capitalize() for h in (n_heads, *range(n_heads))]  # the average first
     link.add(view_link.number("layer", "home_layer", n_maps, layer_names[0], what="layer", value=layer_names.__getitem__,
@@ -116,6 +131,10 @@ def home() -> None:
 
     from ui import chart_downloads
 
+    if untrained:
+        from ui.model_notes import UNTRAINED_HEAD
+
+        st.info(UNTRAINED_HEAD, icon=":material/info:")
     left, right = st.columns([1, 2], gap="large")
     with left:
         st.subheader(f"Prediction: {prediction.label}")
@@ -125,7 +144,8 @@ def home() -> None:
         st.subheader("Tokens the model read")
         st.markdown(token_chips(prediction.tokens))
         if prediction.unknown_tokens:
-            how = "read as the learned `<unk>` vector" if "<unk>" in prediction.tokens else "dropped"
+            how = "read as [UNK]" if wordpieces else (
+                "read as the learned `<unk>` vector" if "<unk>" in prediction.tokens else "dropped")
             st.caption(
                 f"Unknown to {embeddings}: "
                 f"{', '.join(f'`{w}`' for w in prediction.unknown_tokens)} — {how}. "
@@ -134,6 +154,9 @@ def home() -> None:
         for note in prediction.notes:
             if "unknown word" not in note:  # said above, with a hint
                 st.caption(note)
+        if wordpieces:
+            st.caption("Word pieces, as the model reads them: a word not in its vocabulary is split into pieces it has (`##` marks a "
+                       "piece that continues the one before it); [CLS] opens the sentence and [SEP] closes it.")
 
     st.subheader("Attention")
     attn = np.asarray(prediction.attention)  # (L, H, T, T)
@@ -141,16 +164,23 @@ def home() -> None:
     layer = layer_names.index(c1.radio("Layer", layer_names, horizontal=True, **kept("home_layer", layer_names[0], layer_names)))
     head = c2.radio("Head", head_options, horizontal=True, **kept("home_head", head_options[0], head_options))
     head = head_options.index(head) - 1 if head != head_options[0] else n_heads  # (n_heads: their average)
-    weights = attn[layer].mean(0) if head == n_heads else attn[layer, head]
     pooled = n_maps > n_layers  # the last map is the pooling attention's: one row, the label's query
+    tokens = prediction.tokens
+    if wordpieces:  # [CLS] and [SEP]: shown, or hidden as BertViz does (each row renormalised)
+        from ui.model_notes import HIDDEN_SAID, hide_special_switch, shown_maps
+
+        if hide_special_switch(tokens, "home_hide_special"):
+            attn, tokens = shown_maps(attn, tokens, True)
+            st.caption(HIDDEN_SAID)
+    weights = attn[layer].mean(0) if head == n_heads else attn[layer, head]
     live_chart.live_plotly_chart(
-        figures.attention_heatmap(weights, prediction.tokens, title=f"{layer_names[layer]} · {head_choice(head, n_heads)}",
+        figures.attention_heatmap(weights, tokens, title=f"{layer_names[layer]} · {head_choice(head, n_heads)}",
                                   pooling=layer >= n_layers),
         key="home_heatmap",
         config=chart_downloads.config("Attention", model=name, sentence=text, layer=layer_names[layer], head=head_choice(head, n_heads)),
     )
     if st.toggle("Show all layers and heads at once", **kept("home_grid_on", False)):  # drawn on request: 10+ maps are slow to draw
-        st.plotly_chart(figures.attention_grid(attn, prediction.tokens, pooling=pooled), key="home_grid",
+        st.plotly_chart(figures.attention_grid(attn, tokens, pooling=pooled), key="home_grid",
                         config=chart_downloads.config("Attention, every layer and head", model=name, sentence=text))
 
     with st.expander("What am I looking at?", expanded=False):
@@ -164,13 +194,13 @@ The weights come from scaled dot-product attention, the same function this model
 
 $$\alpha = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right), \qquad z = \alpha V$$
 
-where $Q$, $K$ and $V$ are learned linear maps of the word vectors (GloVe). Each **head** has its own
+where $Q$, $K$ and $V$ are learned linear maps of {inputs}. Each **head** has its own
 $Q$, $K$, $V$ and can learn to look for something different; a **layer** stacks heads, and later
 layers attend over what earlier layers produced. {readout}
 
 Attention shows where the model *looked*, not necessarily *why* it decided — the Inspect page puts
 attention next to gradient-based saliency so you can see where they agree and where they don't.
-""".replace("{readout}", READOUT[pooled])
+""".replace("{readout}", READOUT["untrained" if untrained else pooled]).replace("{inputs}", INPUTS[wordpieces])
         )
     if quick:  # torch, for what the learner does next: loaded once the page is drawn (its import would slow the drawing)
         preview.warm_up()

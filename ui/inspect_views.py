@@ -24,6 +24,7 @@ from attention_core.run_folders import run_stamp
 from ui import chart_downloads, figures, state, view_link
 from ui.common import EXAMPLES, get_run, run_choices
 from ui.markup import escaped, token_chips
+from ui.model_notes import HIDDEN_SAID, base_title, head_untrained, hide_special_switch, shown_maps
 from ui.sentence_box import sentence_box
 from ui.state import kept, kept_in_state
 
@@ -167,6 +168,7 @@ class Zoom:
 
     shown: np.ndarray  # (T, T), or (1, T) for a pooling attention's map
     title: str
+    tokens: list[str]  # its rows' and columns' (without [CLS] and [SEP] when they are hidden)
     pooling: bool = False  # the map is the pooling attention's: one row, the label's query
 
 
@@ -183,10 +185,14 @@ def model_view(ex: Explanation, cfg: ModelConfig, *, model: str) -> Zoom:
     attn, tokens = ex.attention.numpy(), ex.tokens  # (L, H, T, T), (L + 1, …) with a pooling attention's map
     names, n_heads = cfg.map_names(), attn.shape[1]
     pooled = len(names) > cfg.n_layers
+    hidden = hide_special_switch(tokens, "inspect_hide_special")  # a word-piece model's [CLS] and [SEP]
+    attn, tokens = shown_maps(attn, tokens, hidden)
     st.caption("Rows of maps are layers, columns are heads, the last column is the average of the heads. In every map "
                "a row is the word asking (query), a column the word looked at (key); each row sums to 1. "
                + (f"The last row, **{names[-1]}**, is {figures.POOLING_CAPTION} (one row each: the label's "
                   "query). " if pooled else "")
+               + (f"{HIDDEN_SAID} " if hidden else "")
+               + ("Each map is titled *layer.head*. " if n_heads + 1 > figures.WIDE_GRID else "")
                + "**Click a map to zoom in**, or pick it below.")
     st.plotly_chart(figures.selectable_attention_grid(attn, tokens, pooling=pooled), key="inspect_grid",
                     on_select=_zoom_from_click, selection_mode="points",
@@ -212,7 +218,7 @@ def model_view(ex: Explanation, cfg: ModelConfig, *, model: str) -> Zoom:
         st.plotly_chart(figures.attention_heatmap(shown, tokens, pooling=pooling), key="inspect_zoom",
                         config=chart_downloads.config(what, model=model, sentence=ex.text, layer=names[layer],
                                                       head=head_choice(head, n_heads)))
-    return Zoom(shown, title, pooling)
+    return Zoom(shown, title, tokens, pooling)
 
 
 def attention_bars_said(cfg: ModelConfig) -> str:
@@ -223,8 +229,9 @@ def attention_bars_said(cfg: ModelConfig) -> str:
     return "the rollout above, its rows averaged: how much of each word is in the final vectors, on average over the words"
 
 
-def rollout_and_saliency(ex: Explanation, cfg: ModelConfig, *, model: str) -> None:
-    """Rollout beside the last map's raw attention, then rollout against saliency, word by word."""
+def rollout_and_saliency(ex: Explanation, cfg: ModelConfig, *, model: str, untrained: bool = False) -> None:
+    """Rollout beside the last map's raw attention, then rollout against saliency, word by word. ``untrained``: the
+    model's classifier head is (a pretrained encoder's before fine-tuning), so saliency explains a random head."""
     tokens, method, last = ex.tokens, ex.saliency_method, cfg.map_names()[-1]
     c1, c2 = st.columns(2, gap="large")
     c1.markdown(f"**Attention rollout** · {rollout_maps(cfg, pooling=False)}")
@@ -268,11 +275,19 @@ def rollout_and_saliency(ex: Explanation, cfg: ModelConfig, *, model: str) -> No
         "through the feed-forward layers and the final average without drawing much attention. "
         + sign.format(ex.label)
     )
+    if untrained:
+        st.caption("This model's classifier head is untrained, so the saliency bars explain a random head's "
+                   f"“{ex.label}”: they say nothing about sentiment yet. The attention and its rollout are the "
+                   "pretrained encoder's own.")
 
 
 def input_features(ex: Explanation, run: Run) -> None:
     """The model's input matrix, with or without the seed preset's position-index column."""
     cfg = run.model_config
+    base = base_title(run)
+    if base is not None:
+        _word_piece_features(ex, run, base)
+        return
     applies = cfg.positional == "index"
     show_position = st.toggle("Show the position-index feature", value=True, key="inspect_show_position",
                               disabled=not applies)
@@ -295,6 +310,22 @@ def input_features(ex: Explanation, run: Run) -> None:
                    "column. Train with the seed preset to see it.")
 
 
+def _word_piece_features(ex: Explanation, run: Run, base: str) -> None:
+    """A pretrained encoder's input: each word piece's vector from its embedding table (the small model's
+    position-index feature does not apply)."""
+    cfg = run.model_config
+    names = [f"d{i + 1}" for i in range(cfg.embedding_dim)]
+    st.plotly_chart(figures.feature_heatmap(ex.input_features, ex.tokens, names), key="inspect_features",
+                    config=chart_downloads.config("Input features", model=run.name, sentence=ex.text))
+    table = ("kept as pretrained" if cfg.freeze_embeddings or head_untrained(run) else
+             "fine-tuned with the rest")
+    st.caption(f"What the model reads: one row per word piece, the {cfg.embedding_dim} numbers of its vector in "
+               f"{base}'s table of {run.encoder.vocab_size:,} word pieces ({table}); [CLS] and [SEP] have vectors of "
+               "their own. Before the first layer the model adds a learned vector for each position (and one for the "
+               "sentence's segment) and normalises each row (LayerNorm); saliency starts from these rows. A "
+               "position-index feature, as in the seed post, does not apply: positions are learned vectors, added.")
+
+
 def _replayed_sentence(run: Run, path: Path, text: str) -> list[tuple[int, ProbeSentence]]:
     """(epoch, ``text`` as that epoch's weights read it) for each kept epoch, in the shape of the run's
     probe records; computed once per run and sentence."""
@@ -307,6 +338,11 @@ def _replayed_sentence(run: Run, path: Path, text: str) -> list[tuple[int, Probe
 
 def time_lapse(run: Run, path: Path, text: str, n_heads: int) -> None:
     """The typed sentence through the kept epochs' weights, or a probe sentence as recorded while training."""
+    if head_untrained(run):
+        st.info("This is the pretrained encoder before any fine-tuning: it has no training here to replay. Fine-tune "
+                "it on the Train page: that run keeps its weights along the way, and its time-lapse shows how "
+                "fine-tuning changes the pretrained attention.")
+        return
     probes = [p for p in run.history.probes if p.sentences]
     offered = [name for name, has in zip(REPLAYS, (run.snapshots, probes), strict=True) if has] or REPLAYS[1:]
     source = (st.radio("Replay", offered, horizontal=True, **kept("inspect_tl_source", offered[0], offered))
@@ -398,7 +434,8 @@ def compare(run: Run, text: str) -> None:
             except InputError as err:
                 st.error(f"{err}")
                 continue
-            st.markdown(f"Prediction: **{p.label}**")
+            st.markdown(f"Prediction: **{p.label}**" + (" (its classifier head is untrained: this means nothing yet)"
+                                                        if head_untrained(r) else ""))
             st.plotly_chart(figures.probability_bars(p.probabilities, predicted=p.label), key=f"inspect_cmp_probs_{i}",
                             config=chart_downloads.config("Probabilities", model=r.name, sentence=t))
             last = np.asarray(p.attention)[-1].mean(0)
@@ -424,7 +461,8 @@ def export(ex: Explanation, run: Run, zoom: Zoom) -> None:
     stem = chart_downloads.filename("Attention", model=run.name, sentence=text)  # attention_<run>_<sentence>
     payload = attention_json(run.name, text, tokens, ex.label, ex.probabilities, ex.attention.numpy(), cfg.n_layers)
     c1, c2, c3 = st.columns(3)
-    c1.download_button("Zoomed map (HTML)", lambda: figures.attention_heatmap(zoom.shown, tokens, title=f"“{text}” · {zoom.title}",
+    c1.download_button("Zoomed map (HTML)", lambda: figures.attention_heatmap(zoom.shown, zoom.tokens,
+                                                                      title=f"“{text}” · {zoom.title}",
                                                                       pooling=zoom.pooling)
                        .to_html(include_plotlyjs=True), f"{stem}.html",
                        "text/html", key="inspect_dl_html", on_click="ignore", icon=":material/download:")

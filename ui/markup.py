@@ -23,11 +23,23 @@ def escaped(text: str) -> str:
     return _ACTIVE.sub(r"\\\1", text)
 
 
-def token_chips(tokens: Iterable[str], unknown: str = "<unk>") -> str:
-    r"""The tokens a model read as Markdown chips, each as written: blue, the ``unknown`` token orange.
+UNKNOWN_TOKENS = ("<unk>", "[UNK]")  # a small model's unknown word; a word-piece model's (attention_core.pretrained)
+SPECIAL_TOKENS = ("[CLS]", "[SEP]")  # a word-piece model's sentence start and end
+
+
+def token_chips(tokens: Iterable[str], unknown: Iterable[str] = UNKNOWN_TOKENS) -> str:
+    r"""The tokens a model read as Markdown chips, each as written: blue, an ``unknown`` token orange, a BERT
+    tokenizer's [CLS] and [SEP] grey.
 
     Example:
         >>> print(token_chips(["a", "]", "<unk>"]))
         :blue-background[a] :blue-background[\]] :orange-background[\<unk\>]
+        >>> print(token_chips(["[CLS]", "un", "##bel", "[SEP]"]))
+        :gray-background[\[CLS\]] :blue-background[un] :blue-background[\#\#bel] :gray-background[\[SEP\]]
     """
-    return " ".join(f":{'orange' if t == unknown else 'blue'}-background[{escaped(t)}]" for t in tokens)
+    unknown = set(unknown)
+
+    def colour(token: str) -> str:
+        return "orange" if token in unknown else "gray" if token in SPECIAL_TOKENS else "blue"
+
+    return " ".join(f":{colour(t)}-background[{escaped(t)}]" for t in tokens)

@@ -20,13 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from attention_core import map_names as naming
-from attention_core.run_folders import BUNDLED_RUN, list_runs
+from attention_core.run_folders import BUNDLED_CHECKPOINT, BUNDLED_RUN, bundled_checkpoint_folder, list_runs
 from attention_core.workspaces import runs_root
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RUN = BUNDLED_RUN
 PREVIEW = DEFAULT_RUN / "preview.json"
 BUNDLED_NAME = "Bundled: default model on UCI sentences"
+PRETRAINED_NAME = "Pretrained: all-MiniLM-L6-v2 (head untrained)"  # the bundled pretrained encoder, when installed
+PRETRAINED_RUN = Path(BUNDLED_CHECKPOINT)  # its "folder" in the model picker: load_run reads the name "minilm"
+PICKER_HELP = "The bundled model, the pretrained all-MiniLM-L6-v2 (its classifier head untrained), or any run you trained."
 EXAMPLES = [
     "the food was not good at all",
     "i love this fantastic product",
@@ -97,6 +100,11 @@ def runs_saved() -> bool:
         return bool(list_runs(runs_root(ROOT / "runs")))
     except OSError:
         return True
+
+
+def pretrained_installed() -> bool:
+    """Whether the bundled pretrained encoder's package is installed (located, not imported: no torch)."""
+    return bundled_checkpoint_folder() is not None
 
 
 @lru_cache(maxsize=1)

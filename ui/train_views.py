@@ -15,6 +15,7 @@ from attention_core import ModelConfig, Run, TextDataset, load_dataset, load_run
 from attention_core.data import read_table
 from attention_core.errors import InputError
 from attention_core.metrics import learning_verdict, run_verdict, same_labels, wilson_interval
+from attention_core.pretrained import base_title
 from attention_core.run_folders import (
     delete_run,
     interrupted_run,
@@ -67,13 +68,20 @@ def build_dataset(data: bytes, name: str, text_col: str, label_col: str, vectors
 VECTORS = ["GloVe 6B 50d (bundled: 400,000 words)", "My own word2vec / GloVe file"]
 
 
-def word_vectors_choice() -> str | None:
+def word_vectors_choice(word_pieces_of: str | None = None) -> str | None:
     """The word vectors to train with: None for the bundled GloVe, or the path of the learner's own
-    file (read and described here; the page stops with what to do while there is none that works)."""
+    file (read and described here; the page stops with what to do while there is none that works).
+    ``word_pieces_of``: the pretrained encoder the chosen preset fine-tunes, which reads word pieces with its own
+    vectors: the choice is then shown disabled, with why, and the bundled GloVe only checks the data."""
     choice = st.radio(
         "Word vectors", VECTORS, horizontal=True, **kept("train_vectors", VECTORS[0], VECTORS),
+        disabled=word_pieces_of is not None,
         help="The words' starting vectors, and the vocabulary: a word the vectors do not know is an unknown word. Your "
              "own file must be on the computer that runs the app.")
+    if word_pieces_of is not None:
+        st.caption(f"Word vectors do not apply to the fine-tuning preset: {word_pieces_of} reads word pieces with "
+                   "vectors of its own. (The data check below still counts the words GloVe knows.)")
+        return None
     if choice != VECTORS[1]:
         return None
     vectors = st.text_input(
@@ -354,13 +362,17 @@ def ending(snap: JobStatus, train_config: TrainConfig) -> str:
     budget of ``train_config``), and where its run is."""
     trained, planned = snap.epochs_recorded, snap.epochs
     epochs = f"{trained} of {planned} epochs" if trained < planned else f"all {planned} epoch{'s' * (planned != 1)}"
+    step, when = snap.step, f"after {epochs}"
+    if snap.state == "time budget" and step is not None and 0 < step.step_in_epoch < step.steps_per_epoch:
+        # cut short within an epoch (a fine-tuning's first epoch can outlast the budget): said, not "all 1 epoch"
+        when = f"at step {step.step_in_epoch} of {step.steps_per_epoch} of epoch {step.epoch} of {planned}"
     how = {"stopped": f"Training stopped after {epochs}.",
-           "time budget": f"Training reached its time budget of {train_config.time_budget or 0:g} s after {epochs}."}
+           "time budget": f"Training reached its time budget of {train_config.time_budget or 0:g} s {when}."}
     sentence = how.get(snap.state, f"Training finished: {epochs}.")
     if patience_stop(snap.state, trained, train_config) and snap.message:  # say why
         sentence += f" {snap.message[0].upper()}{snap.message[1:]}."
     if snap.run_path is None:
-        return sentence.replace(f"after {epochs}", "before its first epoch ended") + " There is nothing to save."
+        return sentence.replace(when, "before its first epoch ended") + " There is nothing to save."
     gone = "" if snap.run_path.is_dir() else " (deleted since)"
     return f"{sentence} Saved as run `{snap.run_path.name}`{gone}."
 
@@ -418,7 +430,7 @@ def _read_run_row(stamp: tuple) -> dict:
             # "–": no validation rows, or a run saved before its validation confusion was recorded
             "majority": f"{verdict.majority_share:.1%}" if verdict else "–",
             "learned?": verdict.word if verdict else "–",  # (in full in the run's results; a cell fits a projector)
-            "layers×heads": f"{r.n_layers}×{r.n_heads}"}
+            "layers×heads": f"{r.n_layers}×{r.n_heads}" + (f" {base_title(r.base)}" if r.base else "")}
 
 
 # The runs list's columns whose header would be wider than their values (at 1024 px in projector mode the table
@@ -428,6 +440,8 @@ RUNS_COLUMNS = {
                                                 "in “kept model”), as its results show it."),
     "majority": st.column_config.TextColumn(help="The share of the validation rows with the most common label: what "
                                             "always answering that label scores."),
+    "layers×heads": st.column_config.TextColumn(help="The model's size; for a fine-tuned run, the pretrained "
+                                                 "encoder it started from (all-MiniLM-L6-v2: the bundled one)."),
     "learned?": st.column_config.TextColumn(help="Whether the run learned more than always answering the majority "
                                             "label (its accuracy's 95 % interval above the majority share); "
                                             "“one class”: it predicts one label for almost every row."),

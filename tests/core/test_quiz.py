@@ -267,3 +267,16 @@ def test_the_modules_examples_run(monkeypatch):
     monkeypatch.chdir(ROOT)
     result = doctest.testmod(quiz_module, extraglobs={"load_run": load_run})
     assert result.failed == 0 and result.attempted == 3  # View.url's, and questions' on the bundled model
+
+
+def test_the_untrained_pretrained_encoder_is_asked_about_its_attention_only_and_a_fine_tuned_one_about_its_words():
+    """Its head is random: a question about its label, a knock-out's effect on it or a word that flips it would teach
+    noise. (remove_word raised KeyError 'wordpiece' for a word-piece model.)"""
+    from attention_core.pretrained import BUNDLED
+
+    run = load_run(BUNDLED)
+    asked = questions(run, "the food was not good at all", np.random.default_rng(0))
+    assert asked and {q.kind for q in asked} <= {"attends_most", "most_spread"}
+    fine_tuned = replace(run, history=replace(run.history, status="finished"))  # as if its head had been trained
+    words = questions(fine_tuned, "the food was not good", np.random.default_rng(0), kinds=["remove_word"])
+    assert {q.text.split("removing ")[1].split(" from")[0] for q in words} == {"*the*", "*food*", "*was*", "*not*", "*good*"}

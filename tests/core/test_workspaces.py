@@ -391,3 +391,14 @@ def test_a_run_zip_that_lies_about_a_size_is_refused_and_nothing_is_written(tmp_
     with pytest.raises(RunError, match="the archive is damaged .*'history.json'"):
         run_from_zip(data, tmp_path / "runs", "liar")
     assert list((tmp_path / "runs").iterdir()) == []
+
+
+def test_the_pretrained_encoder_s_link_is_minilm_and_says_so_when_it_is_not_installed(tmp_path):
+    store, alice, _ = two_workspaces(tmp_path)
+    name = "Pretrained: all-MiniLM-L6-v2 (head untrained)"
+    choices = store.run_choices(alice, "Bundled", tmp_path / "bundled", {name: Path("minilm")})
+    assert list(choices)[:2] == ["Bundled", name]  # right after the bundled model
+    assert store.run_link_name(name, "Bundled", name) == "minilm"
+    assert store.run_from_link(alice, "minilm", name) == name
+    with pytest.raises(RunError, match="not installed"):
+        store.run_from_link(alice, "minilm", None)

@@ -78,7 +78,8 @@ def test_train_page_shows_the_data_report_and_form():
     assert at.selectbox(key="train_text_uci_sentiment_sentences.csv").value == "text"
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Rows kept"] == "3,000" and metrics["Classes"] == "2"
-    assert at.radio(key="train_preset").options == ["Default", "Seed (the Julia post)", "Custom"]
+    assert at.radio(key="train_preset").options == ["Default", "Seed (the Julia post)",
+                                                    "Fine-tune all-MiniLM-L6-v2 (pretrained)", "Custom"]
     # The live view redraws every 0.4 s: its progress bar and fading elements are not animated in between.
     assert any("transition: none" in h.proto.body for h in at.get("html"))
 

@@ -227,7 +227,10 @@ def test_compare_two_sentences(runs_dir: Path) -> None:
     assert chart(at, "inspect_cmp_heatmap_1")["data"][0]["x"] == ["what", "a", "waste", "of", "money"]
     at.radio(key="inspect_compare_mode").set_value("Same sentence, two models").run()
     assert not at.exception
-    assert any("only one model" in i.value for i in at.info)
+    # The second model: the pretrained encoder (issue 28), its prediction said to mean nothing yet
+    assert at.selectbox(key="inspect_compare_run").options == ["Pretrained: all-MiniLM-L6-v2 (head untrained)"]
+    assert chart(at, "inspect_cmp_heatmap_1")["data"][0]["x"][0] == "[CLS]"
+    assert any("classifier head is untrained" in m.value for m in at.markdown)
 
 
 def test_downloads(runs_dir: Path) -> None:

@@ -240,3 +240,17 @@ def test_a_probability_axis_spans_0_to_100_percent_with_a_line_every_25():
         assert list(axis.range) == [0, 1] and list(axis.tickvals) == [0, 0.25, 0.5, 0.75, 1]
         assert list(axis.ticktext) == ["0%", "", "50%", "", "100%"]
     assert bars.layout.margin.r >= 20  # room for half of the "100%" label at the right edge
+
+
+def test_a_wide_grid_of_twelve_heads_has_near_square_maps_titled_layer_dot_head_and_no_words_under_them():
+    """A pretrained encoder's 6 × 12 heads and their averages: "L1 · H10" titles ran into each other at 1024 px and
+    each map was a narrow strip 230 px tall (seen in Chromium)."""
+    attention = np.random.default_rng(0).dirichlet(np.ones(9), size=(6, 12, 9))
+    tokens = ["[CLS]", "the", "food", "was", "not", "good", "at", "all", "[SEP]"]
+    fig = figures.selectable_attention_grid(attention, tokens)
+    titles = [a.text for a in fig.layout.annotations]
+    assert len(titles) == 6 * 13 and titles[:2] == ["1.1", "1.2"] and titles[12] == "1 avg" and titles[-1] == "6 avg"
+    assert fig.layout.height == 6 * figures.WIDE_CELL + 60
+    assert not any(ax.get("showticklabels") for name, ax in fig.layout.to_plotly_json().items() if name.startswith("xaxis"))
+    small = figures.attention_grid(attention[:2, :4], tokens)  # the small model's grid is as it was
+    assert [a.text for a in small.layout.annotations][:2] == ["L1 · H1", "L1 · H2"] and small.layout.height == 2 * 230 + 60

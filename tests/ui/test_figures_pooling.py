@@ -329,3 +329,15 @@ def test_the_rollout_caption_says_which_maps_it_multiplies(pooled, bundled, runs
         how = next(m.value for m in at.markdown if m.value.startswith("**How to read this.**"))
         assert reads in how and "averaged over all words" not in how, name
         assert "**Attention rollout** · layers 1–2" in [m.value for m in at.markdown]
+
+
+def test_a_wide_knocked_out_grid_frames_the_heads_off_in_red_and_keeps_their_short_titles():
+    """12 heads: "6.12 · OFF" ran into "6.11" and "6 avg" at 1024 px (seen in Chromium)."""
+    from ui.faithfulness_figures import knocked_out_grid
+
+    attn = np.random.default_rng(0).dirichlet(np.ones(4), size=(6, 12, 4))
+    fig = knocked_out_grid(attn, ["[CLS]", "a", "b", "[SEP]"], [(5, 11), (0, 0)])
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles[0] == "<b>1.1</b>" and titles[5 * 13 + 11] == "<b>6.12</b>" and titles[1] == "1.2"
+    frames = {(s.xref, s.line.color) for s in fig.layout.shapes}
+    assert frames == {("x domain", "#d62728"), (f"x{5 * 13 + 12} domain", "#d62728")}

@@ -146,5 +146,23 @@ def test_a_user_with_saved_runs_gets_them_in_the_picker_on_a_cold_start(monkeypa
     monkeypatch.setattr(preview, "warm_up", lambda: None)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
     assert not at.exception
-    assert at.selectbox(key="home_run").options == [preview.BUNDLED_NAME, "my-run"]
+    assert at.selectbox(key="home_run").options == [preview.BUNDLED_NAME, preview.PRETRAINED_NAME, "my-run"]
     assert at.subheader[0].value.startswith("Prediction:")  # computed by the model: the same page otherwise
+
+
+def test_the_quick_first_page_lists_the_pretrained_encoder_without_loading_it_and_picking_it_loads_it(monkeypatch, tmp_path):
+    """Issue 28: the quick path's picker (before torch) lists the bundled pretrained encoder by locating its package;
+    picking it draws the page with it (its untrained head said)."""
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_RUNS", str(tmp_path))
+    monkeypatch.setattr(preview, "model_code_loaded", lambda: False)  # as in a server that just started
+    monkeypatch.setattr(preview, "warm_up", lambda: None)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    picker = at.selectbox(key="home_run")
+    assert picker.options == [preview.BUNDLED_NAME, preview.PRETRAINED_NAME]
+    assert at.subheader[0].value == f"Prediction: {preview.load().label}"  # the saved answer: the quick path
+    picker.set_value(preview.PRETRAINED_NAME).run()
+    assert not at.exception and at.selectbox(key="home_run").value == preview.PRETRAINED_NAME
+    assert "classifier head is untrained" in " ".join(i.value for i in at.info)
+    monkeypatch.setattr(preview, "pretrained_installed", lambda: False)  # its package not installed: not listed
+    assert AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run().selectbox(key="home_run").options == [
+        preview.BUNDLED_NAME]

@@ -73,3 +73,18 @@ def test_a_stopped_training_is_told_as_before(train, tmp_path):
     ("stopped", 12, 4, ""), ("time budget", 12, 4, ""), ("diverged", 12, 4, "")])
 def test_only_a_run_its_patience_ended_is_said_to_be_stopped_by_patience(status, trained, patience, said):
     assert patience_stop(status, trained, TrainConfig(epochs=40, patience=patience)) == said
+
+
+def test_a_time_budget_that_cuts_an_epoch_short_says_where_not_all_epochs(tmp_path):
+    """A fine-tuning's one epoch cut by its budget at step 9 of 75 read "after all 1 epoch" (seen in Chromium)."""
+    from attention_core.history import StepEvent
+
+    (tmp_path / "tuned").mkdir()
+    cut = JobStatus("time budget", 1, 0.1, step=StepEvent(1, 9, 75, 0.66, 288, 8.2), epochs_recorded=1,
+                    run_path=tmp_path / "tuned", done=True)
+    assert ending(cut, TrainConfig(epochs=1, time_budget=8)) == (
+        "Training reached its time budget of 8 s at step 9 of 75 of epoch 1 of 1. Saved as run `tuned`.")
+    whole = JobStatus("time budget", 3, 0.6, step=StepEvent(2, 150, 75, 0.5, 4800, 9.0), epochs_recorded=2,
+                      run_path=tmp_path / "tuned", done=True)
+    assert ending(whole, TrainConfig(epochs=3, time_budget=8)).startswith(
+        "Training reached its time budget of 8 s after 2 of 3 epochs.")
