@@ -474,7 +474,6 @@ class RunSummary:
     label_names: tuple[str, ...]
     verdict: LearningVerdict | None  # the kept model against the majority class; None without validation rows, or
     # in runs saved before the validation confusion was recorded
-    base: str | None = None  # the pretrained checkpoint a fine-tuned run started from (ModelConfig.base), else None
 
 
 def read_history(path: str | os.PathLike) -> History:
@@ -515,7 +514,7 @@ def read_run_summary(path: str | os.PathLike) -> RunSummary:
             epochs_trained=len(history.epochs), epochs_planned=int(cfg["train"].get("epochs", len(history.epochs))),
             kept_epoch=history.kept_epoch, kept_val_accuracy=record.val_accuracy if record is not None else None,
             n_layers=int(cfg["model"]["n_layers"]), n_heads=int(cfg["model"]["n_heads"]),
-            label_names=labels, verdict=run_verdict(history, labels), base=cfg["model"].get("base"),
+            label_names=labels, verdict=run_verdict(history, labels),
         )
     except (KeyError, TypeError, ValueError) as err:
         raise RunError(f"{path} has a malformed config or history ({type(err).__name__}: {err})", "re-train the run") from err

@@ -29,7 +29,9 @@ source = st.radio("Sentence", SOURCES, horizontal=True, **kept("inspect_source",
 true_label = None
 if source == SOURCES[0] or not val_texts:
     if source != SOURCES[0]:
-        st.caption("This run kept no validation rows: type a sentence instead.")
+        st.caption("The pretrained encoder was never trained here, so it has no validation rows: type a sentence "
+                   "instead." if model_notes.head_untrained(run) else
+                   "This run kept no validation rows: type a sentence instead.")
     text = sentence_box("Your sentence", "inspect_text", EXAMPLES[0])
 else:
     i = st.selectbox(f"Validation sentence ({len(val_texts):,}, held out from training)", range(len(val_texts)),

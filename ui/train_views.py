@@ -15,7 +15,6 @@ from attention_core import ModelConfig, Run, TextDataset, load_dataset, load_run
 from attention_core.data import read_table
 from attention_core.errors import InputError
 from attention_core.metrics import learning_verdict, run_verdict, same_labels, wilson_interval
-from attention_core.pretrained import base_title
 from attention_core.run_folders import (
     delete_run,
     interrupted_run,
@@ -287,6 +286,13 @@ def finished(job: TrainingJob) -> None:
         else:
             st.success(said)
     background.open_new_run(job)
+    if job.model_config.base is not None and job.run_path is not None:
+        from attention_core.pretrained import base_title
+
+        cfg, base = job.model_config, base_title(job.model_config.base)
+        st.caption(f"Fine-tuned from the pretrained **{base}**: its top {cfg.n_layers - cfg.frozen_layers} of "
+                   f"{cfg.n_layers} layers and a new classifier head trained. The run keeps only the weights that "
+                   f"trained and names its base, so it opens where {base} is installed (its zip holds no copy of it).")
     if job.run is not None and job.run.history.epochs:
         st.header("3 · Results")
         results(job.run, job.run_path, job.validation_probs, warned=warned)
@@ -430,7 +436,7 @@ def _read_run_row(stamp: tuple) -> dict:
             # "–": no validation rows, or a run saved before its validation confusion was recorded
             "majority": f"{verdict.majority_share:.1%}" if verdict else "–",
             "learned?": verdict.word if verdict else "–",  # (in full in the run's results; a cell fits a projector)
-            "layers×heads": f"{r.n_layers}×{r.n_heads}" + (f" {base_title(r.base)}" if r.base else "")}
+            "layers×heads": f"{r.n_layers}×{r.n_heads}"}
 
 
 # The runs list's columns whose header would be wider than their values (at 1024 px in projector mode the table
@@ -440,8 +446,6 @@ RUNS_COLUMNS = {
                                                 "in “kept model”), as its results show it."),
     "majority": st.column_config.TextColumn(help="The share of the validation rows with the most common label: what "
                                             "always answering that label scores."),
-    "layers×heads": st.column_config.TextColumn(help="The model's size; for a fine-tuned run, the pretrained "
-                                                 "encoder it started from (all-MiniLM-L6-v2: the bundled one)."),
     "learned?": st.column_config.TextColumn(help="Whether the run learned more than always answering the majority "
                                             "label (its accuracy's 95 % interval above the majority share); "
                                             "“one class”: it predicts one label for almost every row."),
