@@ -115,6 +115,8 @@ def token_importance(lab: SentenceLab) -> None:
                "blue against it.")
     st.plotly_chart(figs.method_scores(lab.tokens, lab.scores, lab.titles), key="faith_scores")
     st.markdown("\n".join(f"- **{lab.titles[m]}**: {lab.measures[m]}" for m in lab.methods))
+    if lab.shapley:
+        st.caption(f"Shapley values of this sentence: {lab.shapley}.")
 
 
 def agreement(lab: SentenceLab) -> None:
@@ -304,6 +306,8 @@ def report_views(report: RunReport, run: Run) -> None:
                "does not point at the words the prediction depends on.")
     st.plotly_chart(figs.faithfulness_bars(report.comprehensiveness, report.sufficiency, report.titles),
                     key="faith_report_bars")
+    if report.shapley:
+        st.caption(f"Shapley values: {report.shapley}.")
     st.dataframe(eraser_table(report.comprehensiveness, report.sufficiency, report.titles))
     st.subheader("Mean agreement between the methods")
     st.plotly_chart(figs.kendall_matrix(report.kendall, report.methods, report.titles), key="faith_report_kendall")

@@ -474,6 +474,13 @@ def test_only_real_tokens_through_the_layers_give_the_same_logits(name: str) -> 
     got, attention = model.forward_features(features, mask, need_weights=False, only_real=True)
     assert attention is None
     torch.testing.assert_close(got, want, **TIGHT)
+    # the same rows as masks of a few sentences: the projection once a sentence, the window at the kept tokens
+    sentences = torch.cat([features[:3], features[5:6]])  # rows 0–2 and 5 are these; rows 3, 4, 6–8 repeat them
+    sentence = torch.tensor([0, 1, 2, 0, 1, 3, 3, 2, 0])
+    rows = sentences[sentence]
+    want, _ = model.forward_features(rows, mask, need_weights=False)
+    got, _ = model.forward_from(model.enter_rows(sentences, sentence, mask), need_weights=False)
+    torch.testing.assert_close(got, want, **TIGHT)
     with pytest.raises(ValueError, match="only_real"):
         model.forward_features(features, mask, only_real=True)
 
