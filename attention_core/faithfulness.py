@@ -61,7 +61,7 @@ with erasure better than one layer's raw weights."""
 KNOCK_OUT_MODES = ("zero", "uniform")
 ERASER_FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.5)  # ERASER's AOPC bins: top 1 %, 5 %, … of the tokens
 SHAPLEY_EXACT_TOKENS = 12  # the lab's Shapley values are exact (2^T masked rows) up to this many tokens
-REPORT_SHAPLEY_EXACT_TOKENS = 8  # the report's: up to 12 made it 60 % slower (benchmarks/README.md)
+REPORT_SHAPLEY_EXACT_TOKENS = 8  # the report's: up to 12 made it 1.6× slower, 10 ~1–2 s (benchmarks/README.md)
 _FLOW_SCALE = 2**20  # scipy's max-flow wants integer capacities: weights in units of 2⁻²⁰
 
 

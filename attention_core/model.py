@@ -285,30 +285,22 @@ class AttentionClassifier(nn.Module):
         *,
         need_weights: bool = True,
         edit_attention: AttentionEdit | None = None,
-        only_real: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """The forward pass from the output of :meth:`embed`: :meth:`enter` then :meth:`forward_from`.
 
         Gradients can flow into ``features`` even when the embedding table is frozen (saliency).
         ``edit_attention`` replaces each layer's attention weights before the heads use them
         (:data:`AttentionEdit`; see :mod:`attention_core.faithfulness`); without it nothing changes.
-        With ``only_real`` the layers run on each row's real tokens alone, packed to the left once
-        the positions and the local convolution have read the row as it is: the same logits (to float
-        rounding) for less work where most tokens are masked (the faithfulness lab's erasures). Its
-        maps would be of the packed tokens, so it goes with ``need_weights=False`` and no edit.
 
         Shape:
             features (B, T, input_dim), mask (B, T) bool (True = real token; default: all True)
             → logits (B, C), attention (L, B, H, T, T) or None when ``need_weights=False``.
         """
-        if only_real and (need_weights or edit_attention is not None):
-            raise ValueError("only_real packs the tokens: it goes with need_weights=False and no edit_attention")
-        return self.forward_from(self.enter(features, mask, only_real=only_real), need_weights=need_weights,
-                                 edit_attention=edit_attention)
+        return self.forward_from(self.enter(features, mask), need_weights=need_weights, edit_attention=edit_attention)
 
-    def enter(self, features: Tensor, mask: Tensor | None = None, *, only_real: bool = False) -> Hidden:
+    def enter(self, features: Tensor, mask: Tensor | None = None) -> Hidden:
         """The tokens as they enter the layers: projected, given their positions and their neighbours' (local
-        convolution); with ``only_real``, packed (:meth:`forward_features`). Shape (B, T, input_dim), (B, T)."""
+        convolution). Shape (B, T, input_dim), (B, T)."""
         b, t = self._check(features)
         if mask is None:
             mask = torch.ones(b, t, dtype=torch.bool, device=features.device)
@@ -317,16 +309,14 @@ class AttentionClassifier(nn.Module):
         x = self._positioned(features)  # (B, T, D)
         if self.local_conv is not None:  # each token's vector now carries its neighbours'
             x = self.local_conv(x, mask)
-        if only_real:
-            index = self._kept(mask)
-            x, mask = x.gather(1, index[..., None].expand(-1, -1, x.shape[-1])), mask.gather(1, index)
         return Hidden(0, x, x, mask)  # entered: the pooling's keys with pooling_keys="input"
 
     def enter_rows(self, features: Tensor, sentence: Tensor, mask: Tensor) -> Hidden:
-        """:meth:`enter` with ``only_real`` of the rows ``features[sentence[n]]`` masked by ``mask[n]``: many masks of
-        a few sentences (the faithfulness lab's erasures). The projection and the positions run once a sentence,
-        the local convolution at the kept tokens alone (:meth:`LocalConv.at`): the same numbers to float rounding.
-        In eval mode (a sentence's dropout would be shared by its rows).
+        """:meth:`enter` of the rows ``features[sentence[n]]`` masked by ``mask[n]``, each row's real tokens alone,
+        packed to the left (:meth:`_kept`): many masks of a few sentences (the faithfulness lab's erasures), the
+        same logits to float rounding for less work where most tokens are masked. The projection and the positions
+        run once a sentence, the local convolution at the kept tokens alone (:meth:`LocalConv.at`). The maps of
+        the layers after it are of the packed tokens. In eval mode (a sentence's dropout would be shared by its rows).
 
         Shape:
             features (S, T, input_dim), sentence (N,), mask (N, T) bool → a Hidden of (N, K, D).
@@ -400,7 +390,7 @@ class AttentionClassifier(nn.Module):
 
     def _kept(self, mask: Tensor) -> Tensor:
         """Where each row's real tokens are, in order, the rest cut off (with ``first`` pooling the first token
-        stays first, real or not: it is what the pooling reads): the packing of ``only_real``. A masked token
+        stays first, real or not: it is what the pooling reads): the packing of :meth:`enter_rows`. A masked token
         is never attended to nor pooled, so the layers give the real tokens the same vectors without it.
 
         Shape:
