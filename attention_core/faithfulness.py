@@ -262,13 +262,12 @@ def _rows_of(counts: Sequence[int]) -> Tensor:
     return torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts))
 
 
-def _passes(contexts: Sequence[SentenceContext], sentence: Tensor,
-            rows_per_pass: int = ROWS_PER_PASS) -> Iterator[tuple[slice, int]]:
-    """The rows (of sentences ``sentence``, (N,)) in passes of ``rows_per_pass``, each with the length of its
+def _passes(contexts: Sequence[SentenceContext], sentence: Tensor) -> Iterator[tuple[slice, int]]:
+    """The rows (of sentences ``sentence``, (N,)) in passes of :data:`ROWS_PER_PASS`, each with the length of its
     longest sentence: a pass is padded no further (the sentences come sorted by length, so little)."""
     lengths = torch.tensor([ctx.n_tokens for ctx in contexts])[sentence.cpu()]
-    for start in range(0, len(sentence), rows_per_pass):
-        part = slice(start, start + rows_per_pass)
+    for start in range(0, len(sentence), ROWS_PER_PASS):
+        part = slice(start, start + ROWS_PER_PASS)
         yield part, int(lengths[part].max())
 
 
@@ -566,7 +565,7 @@ class _FlowGraph:
         tails, heads, capacities = self.tails[real], self.heads[real], self.capacities[real]
         if np.isin(heads, sources).any():
             raise ValueError("a source of max_flows has an edge into it")
-        upper = ~np.isin(tails, sources)  # (E,): the edges every copy has
+        upper = np.flatnonzero(~np.isin(tails, sources))  # the edges every copy has
         own = [np.flatnonzero(tails == s) for s in sources]  # each source's edges
         out_of = np.bincount(tails, capacities, minlength=self.n).astype(np.int64)  # all a node can send
         into_sink = int(capacities[heads == self.n - 1].sum())  # all a copy can take in
@@ -577,7 +576,7 @@ class _FlowGraph:
             m = len(chosen)
             offsets = np.arange(m) * self.n  # copy c's nodes: c·n …
             source, sink = m * self.n, m * self.n + 1
-            edges = [np.concatenate([np.flatnonzero(upper), own[start + c]]) for c in range(m)]
+            edges = [np.concatenate([upper, own[start + c]]) for c in range(m)]
             rows = np.concatenate([tails[e] + o for e, o in zip(edges, offsets, strict=True)]
                                   + [np.full(m, source), offsets + self.n - 1])
             cols = np.concatenate([heads[e] + o for e, o in zip(edges, offsets, strict=True)]
