@@ -18,7 +18,7 @@ Interventions on the attention go through ``model.forward_features(…, edit_att
 (:data:`attention_core.model.AttentionEdit`): :func:`knock_out` switches heads off, and the
 permutation test shuffles the last layer's weights.
 
-Integrated gradients, leave-one-out and Shapley sampling are written here, batched, rather than
+Integrated gradients, leave-one-out and Shapley values (exact or sampled) are written here, batched, rather than
 taken from Captum (why: README, "Dependencies and why"). A method that needs forward passes asks for
 them (it yields a :class:`Keep`, :class:`Shuffle` or :class:`Gradients` request and is sent the answer),
 so the whole-run report answers many sentences' requests in one padded batch
@@ -60,6 +60,8 @@ with erasure better than one layer's raw weights."""
 
 KNOCK_OUT_MODES = ("zero", "uniform")
 ERASER_FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.5)  # ERASER's AOPC bins: top 1 %, 5 %, … of the tokens
+SHAPLEY_EXACT_TOKENS = 12  # the lab's Shapley values are exact (2^T masked rows) up to this many tokens
+REPORT_SHAPLEY_EXACT_TOKENS = 8  # the report's: up to 12 made it 1.6× slower, 10 ~1–2 s (benchmarks/README.md)
 _FLOW_SCALE = 2**20  # scipy's max-flow wants integer capacities: weights in units of 2⁻²⁰
 
 
@@ -133,6 +135,8 @@ class SentenceContext:
     rng: np.random.Generator
     ig_steps: int = 64
     shapley_permutations: int = 16
+    shapley_exact_tokens: int = SHAPLEY_EXACT_TOKENS  # up to this many tokens Shapley values are exact, above sampled
+    erased: dict[bytes, float] = field(default_factory=dict, repr=False)  # p(target) of each keep mask answered
 
     @property
     def n_tokens(self) -> int:
@@ -197,6 +201,8 @@ class Gradients:
 
 Request = Keep | Shuffle | Gradients
 ROWS_PER_PASS = 128  # rows of one forward pass: larger batches ran no faster per row (benchmarks/README.md)
+KEEP_TOKENS_PER_PASS = 2048  # kept tokens of a pass of masked rows: 4096 ran 1.4× slower, 8192 2.8× (benchmarks/README.md)
+KEEP_ROWS_PER_PASS = 256  # and at least this many rows
 KNOCK_OUT_BATCH = 64  # sentences of a knock-out pass: 256 ran 25 % slower, padded further (benchmarks/README.md)
 
 
@@ -270,28 +276,60 @@ def _split(values: Tensor, counts: Sequence[int], keys: Sequence[int]) -> dict[i
 
 
 def _keep_passes(contexts: Sequence[SentenceContext], requests: Sequence[Keep], keys: Sequence[int]) -> dict[int, np.ndarray]:
-    """Answer :class:`Keep` requests. Each distinct row of a sentence runs once: the curves of different
-    orders share many (the full and the empty sentence, and the first tokens where methods agree). The layers
-    run on the kept tokens alone (``only_real``), rows that keep as many tokens side by side (then by length)."""
+    """Answer :class:`Keep` requests. Each distinct row of a sentence runs once, in the whole evaluation
+    (``SentenceContext.erased``): the curves of different orders share many (the full and the empty sentence,
+    the first tokens where methods agree), removing a method's top token is a row of leave-one-out, and exact
+    Shapley values ask for every row there is. The layers run on the kept tokens alone (``model.enter_rows``),
+    rows that keep as many tokens side by side (then by length)."""
     model = contexts[0].model
-    unique = [torch.unique(r.rows, dim=0, return_inverse=True) for r in requests]  # (U, T), (N,) each
-    t = max(ctx.n_tokens for ctx in contexts)
-    features, _ = _padded(contexts, t)
-    device = features.device
-    masks = torch.cat([_pad_to(rows, t, False) for rows, _ in unique]).to(device)  # (ΣU, t)
-    sentence = _rows_of([len(rows) for rows, _ in unique]).to(device)
-    targets = torch.tensor([ctx.target for ctx in contexts], device=device)[sentence]
-    lengths = torch.tensor([ctx.n_tokens for ctx in contexts], device=device)[sentence]
-    by_kept = torch.argsort(masks.sum(1) * (t + 1) + lengths, stable=True)  # (ΣU,): by tokens kept, then by length
-    p = torch.empty(len(masks), dtype=torch.float64, device=device)
-    with evaluating(model):
-        for part, tokens in _passes(contexts, sentence[by_kept]):
-            rows = by_kept[part]
-            logits, _ = model.forward_features(features[sentence[rows], :tokens], masks[rows, :tokens], need_weights=False,
-                                               only_real=True)
-            p[rows] = torch.softmax(logits.double(), -1).gather(1, targets[rows, None])[:, 0]
-    per_sentence = _split(p.cpu(), [len(rows) for rows, _ in unique], keys)
-    return {k: per_sentence[k][where].numpy() for k, (_, where) in zip(keys, unique, strict=True)}
+    asked = [_row_codes(r.rows) for r in requests]
+    new: list[dict[bytes, int]] = []  # per sentence: the rows not answered before, each with where it was asked
+    for ctx, codes in zip(contexts, asked, strict=True):
+        new.append({})
+        for j, code in enumerate(codes):
+            if code not in ctx.erased and code not in new[-1]:
+                new[-1][code] = j
+    if any(new):
+        t = max(ctx.n_tokens for ctx in contexts)
+        features, _ = _padded(contexts, t)
+        device = features.device
+        masks = torch.cat([_pad_to(r.rows[list(rows.values())].cpu(), t, False) for r, rows in zip(requests, new, strict=True)])
+        masks = masks.to(device)  # (ΣU, t)
+        sentence = _rows_of([len(rows) for rows in new]).to(device)  # (ΣU,)
+        targets = torch.tensor([ctx.target for ctx in contexts], device=device)[sentence]
+        lengths = torch.tensor([ctx.n_tokens for ctx in contexts], device=device)[sentence]
+        by_kept = torch.argsort(masks.sum(1) * (t + 1) + lengths, stable=True)  # by tokens kept, then by length
+        p = torch.empty(len(masks), dtype=torch.float64, device=device)
+        kept = masks.sum(1)[by_kept].cpu()
+        with evaluating(model):
+            for part, tokens in _keep_passes_of(contexts, sentence[by_kept], kept):
+                rows = by_kept[part]
+                hidden = model.enter_rows(features[:, :tokens], sentence[rows], masks[rows, :tokens])
+                logits, _ = model.forward_from(hidden, need_weights=False)
+                p[rows] = torch.softmax(logits.double(), -1).gather(1, targets[rows, None])[:, 0]
+        values, start = p.cpu().tolist(), 0
+        for ctx, rows in zip(contexts, new, strict=True):
+            ctx.erased.update(zip(rows, values[start : start + len(rows)], strict=True))
+            start += len(rows)
+    return {k: np.array([ctx.erased[code] for code in codes]) for k, ctx, codes in zip(keys, contexts, asked, strict=True)}
+
+
+def _keep_passes_of(contexts: Sequence[SentenceContext], sentence: Tensor, kept: Tensor) -> Iterator[tuple[slice, int]]:
+    """Rows sorted by how many tokens they keep (``kept``, (N,)), in passes of about :data:`KEEP_TOKENS_PER_PASS`
+    kept tokens (at least :data:`KEEP_ROWS_PER_PASS` rows), each with the length of its longest sentence."""
+    lengths = torch.tensor([ctx.n_tokens for ctx in contexts])[sentence.cpu()]
+    start = 0
+    while start < len(sentence):
+        fits = torch.arange(1, len(kept) - start + 1) * kept[start:].clamp(min=1) <= KEEP_TOKENS_PER_PASS  # r rows fit?
+        rows = max(KEEP_ROWS_PER_PASS, int(fits.sum()))  # kept ascending: the first r rows fit, then none
+        part = slice(start, start + rows)
+        yield part, int(lengths[part].max())
+        start += rows
+
+
+def _row_codes(rows: Tensor) -> list[bytes]:
+    """A key per keep mask (N, T): the row's bits, packed."""
+    return [row.tobytes() for row in np.packbits(rows.cpu().numpy(), axis=1)]
 
 
 def _shuffle_passes(contexts: Sequence[SentenceContext], requests: Sequence[Shuffle], keys: Sequence[int]) -> dict[int, Tensor]:
@@ -403,9 +441,13 @@ def _leave_one_out(ctx: SentenceContext) -> Generator[Request, Any, np.ndarray]:
 
 
 def _shapley(ctx: SentenceContext) -> Generator[Request, Any, np.ndarray]:
-    """Permutation sampling (Castro et al., 2009): each token's mean marginal gain over random orders."""
+    """Exact where the sentence has at most ``ctx.shapley_exact_tokens`` tokens (:func:`_exact_shapley`), else
+    permutation sampling (Castro et al., 2009): each token's mean marginal gain over random orders."""
     t, n = ctx.n_tokens, ctx.shapley_permutations
     orders = np.stack([ctx.rng.permutation(t) for _ in range(n)])  # (n, T)
+    # drawn either way: the random orders drawn after them (curves, permutation test) do not depend on which it is
+    if t <= ctx.shapley_exact_tokens:
+        return (yield from _exact_shapley(t))
     rank = np.argsort(orders, axis=1)  # rank[p, i]: where token i comes in order p
     keep = torch.from_numpy(rank[:, None, :] < np.arange(t + 1)[None, :, None])  # (n, T+1, T): first k kept
     values = (yield Keep(keep.reshape(-1, t))).reshape(n, t + 1)
@@ -413,6 +455,21 @@ def _shapley(ctx: SentenceContext) -> Generator[Request, Any, np.ndarray]:
     out = np.zeros(t)
     np.add.at(out, orders.ravel(), gains.ravel())
     return out / n
+
+
+def _exact_shapley(t: int) -> Generator[Request, Any, np.ndarray]:
+    """Shapley values by their definition: φ_i = Σ over the subsets S of the other tokens of
+    |S|! (T − |S| − 1)! / T! · (v(S ∪ {i}) − v(S)), v = p(target) with only S kept: 2^T masked rows."""
+    subsets = np.arange(2**t)  # subset s keeps token i where bit i of s is set
+    keep = (subsets[:, None] >> np.arange(t)[None, :]) & 1 == 1  # (2^T, T)
+    values = yield Keep(torch.from_numpy(keep))  # (2^T,)
+    size = keep.sum(1)
+    weight = np.array([math.factorial(k) * math.factorial(t - k - 1) / math.factorial(t) for k in range(t)])
+    out = np.empty(t)
+    for i in range(t):
+        without = subsets[~keep[:, i]]  # (2^(T−1),) the subsets that leave token i out
+        out[i] = np.sum(weight[size[without]] * (values[without | (1 << i)] - values[without]))
+    return out
 
 
 METHODS: dict[str, Method] = {}
@@ -446,8 +503,9 @@ for _method in (
     Method("leave_one_out", "Leave-one-out erasure",
            "how much the predicted class's probability drops when this one word is removed",
            _leave_one_out),
-    Method("shapley", "Shapley value (sampled)",
-           "each word's average gain in probability when added to random subsets of the other words",
+    Method("shapley", "Shapley value",
+           "each word's average gain in probability when added to subsets of the other words: every subset (exact) "
+           "in short sentences, random orders (sampled) in longer ones",
            _shapley),
 ):
     register(_method)
@@ -490,19 +548,25 @@ class _FlowGraph:
     capacities: np.ndarray  # (E,) int64
 
     def max_flows(self, sources: np.ndarray) -> np.ndarray:
-        """The max flow from each of ``sources`` to the sink, in the capacities' units. → (S,) float.
+        """The max flow from each of ``sources`` (nodes no edge enters) to the sink, in the capacities' units.
+        → (S,) float.
 
         scipy's ``maximum_flow`` converts its graph on every call (~1 ms, more than the flow itself on
         these graphs), so one call solves several: a copy of the graph per source, every copy fed by one
         common source and draining into one common sink. The copies share no node, so the common max flow
         is the sum of theirs and each copy carries its own max flow (the same integers as one call each,
-        ``tests/core/test_faithfulness.py``).
+        ``tests/core/test_faithfulness.py``). A copy leaves out the other sources' edges: nothing flows into
+        a source, so no flow from its own source could use them.
         """
         from scipy.sparse import csr_array
         from scipy.sparse.csgraph import maximum_flow  # scipy comes with gensim
 
         real = self.capacities > 0
         tails, heads, capacities = self.tails[real], self.heads[real], self.capacities[real]
+        if np.isin(heads, sources).any():
+            raise ValueError("a source of max_flows has an edge into it")
+        upper = np.flatnonzero(~np.isin(tails, sources))  # the edges every copy has
+        own = [np.flatnonzero(tails == s) for s in sources]  # each source's edges
         out_of = np.bincount(tails, capacities, minlength=self.n).astype(np.int64)  # all a node can send
         into_sink = int(capacities[heads == self.n - 1].sum())  # all a copy can take in
         flows = np.empty(len(sources))
@@ -510,40 +574,39 @@ class _FlowGraph:
         for start in range(0, len(sources), per_call):
             chosen = sources[start : start + per_call]
             m = len(chosen)
-            offsets = np.arange(m)[:, None] * self.n  # copy c's nodes: c·n …
+            offsets = np.arange(m) * self.n  # copy c's nodes: c·n …
             source, sink = m * self.n, m * self.n + 1
-            rows = np.concatenate([(tails + offsets).ravel(), np.full(m, source), offsets[:, 0] + self.n - 1])
-            cols = np.concatenate([(heads + offsets).ravel(), offsets[:, 0] + chosen, np.full(m, sink)])
-            caps = np.concatenate([np.tile(capacities, m), out_of[chosen], np.full(m, into_sink)])
+            edges = [np.concatenate([upper, own[start + c]]) for c in range(m)]
+            rows = np.concatenate([tails[e] + o for e, o in zip(edges, offsets, strict=True)]
+                                  + [np.full(m, source), offsets + self.n - 1])
+            cols = np.concatenate([heads[e] + o for e, o in zip(edges, offsets, strict=True)]
+                                  + [offsets + chosen, np.full(m, sink)])
+            caps = np.concatenate([capacities[e] for e in edges] + [out_of[chosen], np.full(m, into_sink)])
             graph = csr_array((caps.astype(np.int32), (rows, cols)), shape=(sink + 1, sink + 1))
             flow = maximum_flow(graph, source, sink).flow  # (nodes, nodes); the common source's row: into each copy
             fed = dict(zip(flow.indices[flow.indptr[source] : flow.indptr[source + 1]].tolist(),
                            flow.data[flow.indptr[source] : flow.indptr[source + 1]].tolist(), strict=True))
-            flows[start : start + m] = [fed.get(int(c), 0) for c in offsets[:, 0] + chosen]
+            flows[start : start + m] = [fed.get(int(c), 0) for c in offsets + chosen]
         return flows
 
 
 # --- curves and ERASER ------------------------------------------------------------------------------
 
 
-def _order_masks(order: np.ndarray, t: int) -> tuple[Tensor, Tensor]:
-    """Keep masks (T+1, T) for removing the first k tokens of ``order``, and for keeping only them."""
-    rank = np.argsort(order)
-    top_k = torch.from_numpy(rank[None, :] < np.arange(t + 1)[:, None])  # row k: the first k of the order
-    return ~top_k, top_k
+def _order_masks(orders: np.ndarray, ks: np.ndarray) -> Tensor:
+    """Keep masks for removing the first k tokens of each order, and for keeping only them, at each k of ``ks``.
+
+    Shape:
+        orders (O, T), ks (K,) → (O, 2, K, T): [:, 0] deletion, [:, 1] insertion.
+    """
+    rank = np.argsort(orders, axis=1)  # rank[o, i]: where token i comes in order o
+    top_k = torch.from_numpy(rank[:, None, :] < ks[None, :, None])  # (O, K, T): the first k of each order
+    return torch.stack([~top_k, top_k], dim=1)
 
 
 def eraser_ks(t: int) -> list[int]:
     """How many tokens each of ERASER's bins removes in a sentence of ``t`` tokens (at least 1)."""
     return [max(1, math.ceil(f * t)) for f in ERASER_FRACTIONS]
-
-
-def _comprehensiveness(full: float, deletion: np.ndarray, t: int) -> float:
-    return float(np.mean([full - deletion[k] for k in eraser_ks(t)]))
-
-
-def _sufficiency(full: float, insertion: np.ndarray, t: int) -> float:
-    return float(np.mean([full - insertion[k] for k in eraser_ks(t)]))
 
 
 def _descending(scores: np.ndarray) -> np.ndarray:
@@ -572,6 +635,7 @@ class SentenceLab:
     comprehensiveness: dict[str, float]  # method or "random": mean p drop over ERASER's bins (higher = more faithful)
     sufficiency: dict[str, float]  # … p drop keeping only the top tokens (lower = more faithful)
     permutation_tvd: list[float]  # Jain & Wallace: output change for each shuffle of the last layer's attention
+    shapley: str  # how the Shapley values were computed (exact or sampled), "" without them
     seed: int
     notes: list[str]
 
@@ -580,7 +644,7 @@ class SentenceLab:
 
 
 def _contexts(model: AttentionClassifier, encoded: Sequence[Encoded], batch: Batch, rngs: Sequence[np.random.Generator],
-              *, ig_steps: int, shapley_permutations: int) -> list[SentenceContext]:
+              *, ig_steps: int, shapley_permutations: int, shapley_exact_tokens: int) -> list[SentenceContext]:
     """The sentences of ``batch`` (collated from ``encoded``) through the model at once, a context each."""
     device = model.head.weight.device
     extra = batch.extra.to(device) if batch.extra is not None else None
@@ -593,7 +657,8 @@ def _contexts(model: AttentionClassifier, encoded: Sequence[Encoded], batch: Bat
     for s, (enc, rng) in enumerate(zip(encoded, rngs, strict=True)):
         t = len(enc.ids)
         out.append(SentenceContext(model, enc, features[s : s + 1, :t], attention[:, s, :, :t, :t], probabilities[s],
-                                   int(probabilities[s].argmax()), rng, ig_steps, shapley_permutations))
+                                   int(probabilities[s].argmax()), rng, ig_steps, shapley_permutations,
+                                   shapley_exact_tokens))
     return out
 
 
@@ -609,8 +674,8 @@ def _evaluation(ctx: SentenceContext, methods: Sequence[Method], n_random: int, 
     orders = {name: _descending(s) for name, s in scores.items()}
     random_orders = [ctx.rng.permutation(t) for _ in range(n_random)]
     ks = np.arange(t + 1) if whole_curves else np.array(sorted(set(eraser_ks(t))))  # the points of each curve
-    masks = [mask[ks] for order in [*orders.values(), *random_orders] for mask in _order_masks(order, t)]
-    at_ks = (yield Keep(torch.cat(masks))).reshape(len(masks) // 2, 2, len(ks))  # (orders, del/ins, points)
+    masks = _order_masks(np.stack([*orders.values(), *random_orders]), ks)  # (orders, del/ins, points, T)
+    at_ks = (yield Keep(masks.reshape(-1, t))).reshape(masks.shape[:3])  # (orders, del/ins, points)
     p = np.full((*at_ks.shape[:2], t + 1), np.nan)
     p[..., ks] = at_ks  # (orders, del/ins, T+1)
     full = float(ctx.probabilities[ctx.target])
@@ -618,8 +683,10 @@ def _evaluation(ctx: SentenceContext, methods: Sequence[Method], n_random: int, 
     insertion = {name: p[i, 1] for i, name in enumerate(orders)}
     deletion["random"], insertion["random"] = p[len(orders):, 0].mean(0), p[len(orders):, 1].mean(0)
     # random: from its mean curve, which equals the mean of its orders' numbers (both are linear)
-    comprehensiveness = {name: _comprehensiveness(full, curve, t) for name, curve in deletion.items()}
-    sufficiency = {name: _sufficiency(full, curve, t) for name, curve in insertion.items()}
+    bins = eraser_ks(t)
+    comprehensiveness = dict(zip(deletion, (full - np.stack(list(deletion.values()))[:, bins]).mean(-1).tolist(), strict=True))
+    sufficiency = dict(zip(insertion, (full - np.stack(list(insertion.values()))[:, bins]).mean(-1).tolist(), strict=True))
+    # ERASER's numbers: the mean drop in probability over the bins, top tokens removed (comprehensiveness) or kept
     names = list(scores)
     tau = kendall_matrix([scores[name] for name in names])
     tvd = yield from _permutation_tvd(ctx, n_permutations)
@@ -658,6 +725,7 @@ def sentence_lab(
     seed: int = 0,
     ig_steps: int = 64,
     shapley_permutations: int = 16,
+    shapley_exact_tokens: int = SHAPLEY_EXACT_TOKENS,
     n_random: int = 10,
     n_permutations: int = 20,
 ) -> SentenceLab:
@@ -665,8 +733,9 @@ def sentence_lab(
 
     The curves follow the predicted class's probability; ``n_random`` random orders are averaged
     for the random baseline; ``n_permutations`` shuffles of the last layer's attention give the
-    permutation test. The same ``seed`` gives the same numbers. Raises ``EmbeddingError`` if
-    ``text`` is empty or no word of it is known.
+    permutation test. Shapley values are exact (2^T masked rows) for up to ``shapley_exact_tokens``
+    tokens, sampled over ``shapley_permutations`` random orders above. The same ``seed`` gives the
+    same numbers. Raises ``EmbeddingError`` if ``text`` is empty or no word of it is known.
 
     Shape:
         T tokens, M methods: scores[m] (T,), kendall (M, M), deletion[m] / insertion[m] (T+1,).
@@ -679,7 +748,7 @@ def sentence_lab(
     chosen = available_methods(model, methods)
     encoded, batch = encoder.encode_for_model(text)
     (ctx,) = _contexts(model, [encoded], batch, [np.random.default_rng(seed)], ig_steps=ig_steps,
-                       shapley_permutations=shapley_permutations)
+                       shapley_permutations=shapley_permutations, shapley_exact_tokens=shapley_exact_tokens)
     (got,) = run_side_by_side([ctx], [_evaluation(ctx, chosen, n_random, n_permutations)])
     names = [m.name for m in chosen]
     probs = ctx.probabilities.tolist()
@@ -699,9 +768,19 @@ def sentence_lab(
         comprehensiveness=got["comprehensiveness"],
         sufficiency=got["sufficiency"],
         permutation_tvd=got["permutation_tvd"],
+        shapley=_shapley_words(ctx) if "shapley" in names else "",
         seed=seed,
         notes=encoded.notes,
     )
+
+
+def _shapley_words(ctx: SentenceContext) -> str:
+    """How this sentence's Shapley values were computed, for the page."""
+    t = ctx.n_tokens
+    if t <= ctx.shapley_exact_tokens:
+        return f"exact: every one of the {2**t:,} subsets of its {t} words"
+    return (f"sampled: {ctx.shapley_permutations} random orders of its {t} words (exact up to "
+            f"{ctx.shapley_exact_tokens} words: 2^{ctx.shapley_exact_tokens} = {2**ctx.shapley_exact_tokens:,} subsets)")
 
 
 # --- a whole run --------------------------------------------------------------------------------
@@ -738,6 +817,7 @@ class RunReport:
     kendall: list[list[float | None]]  # (M, M) mean τ over the sentences where it is defined
     permutation_tvd: list[float]  # per sentence: the median TVD over its shuffles
     tvd_histogram: dict[str, list[float]]  # {"edges": 11 bin edges from 0, "counts": 10 counts}
+    shapley: str  # how the Shapley values were computed (exact up to some length, sampled above), "" without them
     seed: int
 
     def to_dict(self) -> dict:
@@ -752,7 +832,7 @@ class _KnockOutPasses:
     def __init__(self, model: AttentionClassifier, batches: Sequence[tuple[list[int], Batch]], n: int) -> None:
         self.model, self.batches, self.n = model, batches, n
         self.entering: list[list[Hidden]] = []  # per batch, per map
-        with torch.no_grad(), evaluating(model):
+        with evaluating(model):
             for _, batch in batches:
                 hidden = [model.enter(model.embed(batch.ids, batch.extra, batch.casing), batch.mask)]
                 for layer in range(1, model.cfg.n_attention_maps):
@@ -764,7 +844,7 @@ class _KnockOutPasses:
         edit = knock_out(heads, self.model.cfg, mode)
         lowest = min((layer for layer, _ in heads), default=self.model.cfg.n_attention_maps - 1)
         out = np.full((self.n, self.model.cfg.n_classes), np.nan)
-        with torch.no_grad(), evaluating(self.model):
+        with evaluating(self.model):
             for (rows, _), hidden in zip(self.batches, self.entering, strict=True):
                 logits, _ = self.model.forward_from(hidden[lowest], need_weights=False, edit_attention=edit)
                 out[rows] = torch.softmax(logits, -1).double().numpy()
@@ -804,6 +884,7 @@ def run_report(
     seed: int = 0,
     ig_steps: int = 32,
     shapley_permutations: int = 8,
+    shapley_exact_tokens: int = REPORT_SHAPLEY_EXACT_TOKENS,
     n_random: int = 5,
     n_permutations: int = 20,
     on_progress: Callable[[Progress], None] | None = None,
@@ -815,6 +896,8 @@ def run_report(
     out and counted in ``skipped``. Deterministic for a ``seed``; ``on_progress`` is called
     after each knock-out pass and each sentence. ``sentences_per_pass`` sentences of similar length
     are scored side by side (:func:`run_side_by_side`); 1 scores them one by one, to the same numbers.
+    Shapley values are exact for sentences of up to ``shapley_exact_tokens`` tokens, sampled over
+    ``shapley_permutations`` random orders in longer ones.
 
     Example:
         >>> texts, labels = run.validation
@@ -844,7 +927,8 @@ def run_report(
         if on_progress is not None:
             on_progress(Progress(stage, done, total))
 
-    passes = _KnockOutPasses(model, length_batches(encoder, kept_texts, KNOCK_OUT_BATCH), len(kept_texts))
+    passes = _KnockOutPasses(model, length_batches(encoder, kept_texts, KNOCK_OUT_BATCH, encoded=[encoded[i] for i in readable]),
+                             len(kept_texts))
 
     def scored(off: list[tuple[int, int]]) -> tuple[float, float]:
         result = _accuracy_loss(passes.probabilities(off, knock_out_mode), y)
@@ -864,11 +948,12 @@ def run_report(
     done = 0
     evaluated: dict[int, dict] = {}
     by_length = sorted(readable, key=lambda i: len(encoded[i].ids))  # little padding in a group
+    exact = sum(len(encoded[i].ids) <= shapley_exact_tokens for i in readable)
     for start in range(0, len(by_length), sentences_per_pass):
         group = by_length[start : start + sentences_per_pass]
         contexts = _contexts(model, [encoded[i] for i in group], encoder.collate([encoded[i] for i in group]),
                              [np.random.default_rng([seed, i]) for i in group], ig_steps=ig_steps,
-                             shapley_permutations=shapley_permutations)
+                             shapley_permutations=shapley_permutations, shapley_exact_tokens=shapley_exact_tokens)
         got = run_side_by_side(contexts, [_evaluation(ctx, chosen, n_random, n_permutations, whole_curves=False)
                                           for ctx in contexts])
         for i, result in zip(group, got, strict=True):
@@ -907,5 +992,13 @@ def run_report(
         kendall=[[None if np.isnan(v) else float(v) for v in row] for row in mean_tau],
         permutation_tvd=tvd,
         tvd_histogram={"edges": edges.tolist(), "counts": counts.astype(float).tolist()},
+        shapley=_shapley_report_words(exact, len(readable), shapley_exact_tokens, shapley_permutations)
+        if "shapley" in names else "",
         seed=seed,
     )
+
+
+def _shapley_report_words(exact: int, n: int, exact_tokens: int, permutations: int) -> str:
+    """How the report's Shapley values were computed, for the page: ``exact`` of ``n`` sentences exactly."""
+    return (f"exact (every subset of the words) in the {exact:,} of {n:,} sentences of up to {exact_tokens} words, "
+            f"sampled ({permutations} random orders) in the {n - exact:,} longer ones")

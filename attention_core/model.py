@@ -130,6 +130,25 @@ class LocalConv(nn.Module):
         local = self.drop(F.gelu(self.conv(x.transpose(1, 2)).transpose(1, 2)))  # (B, T, D)
         return (x + local if self.residual else local) * keep
 
+    def at(self, x: Tensor, sentence: Tensor, mask: Tensor, index: Tensor) -> Tensor:
+        """:meth:`forward` of the rows ``x[sentence[n]]`` masked by ``mask[n]``, read at positions ``index[n]`` alone:
+        many masks of a few sentences (the faithfulness lab's erasures). The window is linear in its masked input,
+        so each kernel tap multiplies every sentence's tokens once, and a row adds up the taps its mask lets
+        through at the positions it reads: the same numbers as :meth:`forward`, to float rounding.
+
+        Shape:
+            x (S, T, D), sentence (N,), mask (N, T) bool, index (N, K) → (N, K, D).
+        """
+        w, pad = self.conv.weight, self.conv.padding[0]  # (D, D / groups, k), k // 2
+        per_tap = [x @ w[:, :, d].T if self.conv.groups == 1 else x * w[:, 0, d] for d in range(w.shape[-1])]
+        taps = F.pad(torch.stack(per_tap), (0, 0, pad, pad))  # (k, S, T + 2·pad, D): the conv's zero padding
+        let_through = F.pad(mask.to(x.dtype), (pad, pad))  # (N, T + 2·pad)
+        window = self.conv.bias + sum(taps[d][sentence[:, None], index + d] * let_through.gather(1, index + d)[..., None]
+                                      for d in range(len(per_tap)))  # (N, K, D): tap d reads position index − pad + d
+        local = self.drop(F.gelu(window))
+        keep = mask.gather(1, index)[..., None].to(x.dtype)  # (N, K, 1)
+        return (x[sentence[:, None], index] * keep + local if self.residual else local) * keep
+
 
 class AttentionPooling(nn.Module):
     """A learned query per head attends over the tokens; the weighted sum is the sentence vector.
@@ -268,51 +287,71 @@ class AttentionClassifier(nn.Module):
         *,
         need_weights: bool = True,
         edit_attention: AttentionEdit | None = None,
-        only_real: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """The forward pass from the output of :meth:`embed`: :meth:`enter` then :meth:`forward_from`.
 
         Gradients can flow into ``features`` even when the embedding table is frozen (saliency).
         ``edit_attention`` replaces each layer's attention weights before the heads use them
         (:data:`AttentionEdit`; see :mod:`attention_core.faithfulness`); without it nothing changes.
-        With ``only_real`` the layers run on each row's real tokens alone, packed to the left once
-        the positions and the local convolution have read the row as it is: the same logits (to float
-        rounding) for less work where most tokens are masked (the faithfulness lab's erasures). Its
-        maps would be of the packed tokens, so it goes with ``need_weights=False`` and no edit.
 
         Shape:
             features (B, T, input_dim), mask (B, T) bool (True = real token; default: all True)
             → logits (B, C), attention (L, B, H, T, T) or None when ``need_weights=False``.
         """
-        if only_real and (need_weights or edit_attention is not None):
-            raise ValueError("only_real packs the tokens: it goes with need_weights=False and no edit_attention")
-        return self.forward_from(self.enter(features, mask, only_real=only_real), need_weights=need_weights,
-                                 edit_attention=edit_attention)
+        return self.forward_from(self.enter(features, mask), need_weights=need_weights, edit_attention=edit_attention)
 
-    def enter(self, features: Tensor, mask: Tensor | None = None, *, only_real: bool = False) -> Hidden:
+    def enter(self, features: Tensor, mask: Tensor | None = None) -> Hidden:
         """The tokens as they enter the layers: projected, given their positions and their neighbours' (local
-        convolution); with ``only_real``, packed (:meth:`forward_features`). Shape (B, T, input_dim), (B, T)."""
+        convolution). Shape (B, T, input_dim), (B, T)."""
+        b, t = self._check(features)
+        if mask is None:
+            mask = torch.ones(b, t, dtype=torch.bool, device=features.device)
+        if mask.shape != (b, t) or mask.dtype != torch.bool:
+            raise ValueError(f"mask must be a bool tensor of shape {(b, t)}, got {mask.dtype} {tuple(mask.shape)}")
+        x = self._positioned(features)  # (B, T, D)
+        if self.local_conv is not None:  # each token's vector now carries its neighbours'
+            x = self.local_conv(x, mask)
+        return Hidden(0, x, x, mask)  # entered: the pooling's keys with pooling_keys="input"
+
+    def enter_rows(self, features: Tensor, sentence: Tensor, mask: Tensor) -> Hidden:
+        """:meth:`enter` of the rows ``features[sentence[n]]`` masked by ``mask[n]``, each row's real tokens alone,
+        packed to the left (:meth:`_kept`): many masks of a few sentences (the faithfulness lab's erasures), the
+        same logits to float rounding for less work where most tokens are masked. The projection and the positions
+        run once a sentence, the local convolution at the kept tokens alone (:meth:`LocalConv.at`). The maps of
+        the layers after it are of the packed tokens. In eval mode (a sentence's dropout would be shared by its rows).
+
+        Shape:
+            features (S, T, input_dim), sentence (N,), mask (N, T) bool → a Hidden of (N, K, D).
+        """
+        if self.training:
+            raise ValueError("enter_rows is for a model in eval mode")
+        s, t = self._check(features)
+        if mask.dim() != 2 or mask.shape[1] != t or mask.dtype != torch.bool or sentence.shape != mask.shape[:1]:
+            raise ValueError(f"mask must be a bool tensor (N, {t}) and sentence (N,), got {tuple(mask.shape)} "
+                             f"{mask.dtype} and {tuple(sentence.shape)}")
+        x = self._positioned(features)  # (S, T, D)
+        index = self._kept(mask)  # (N, K)
+        x = x[sentence[:, None], index] if self.local_conv is None else self.local_conv.at(x, sentence, mask, index)
+        return Hidden(0, x, x, mask.gather(1, index))
+
+    def _check(self, features: Tensor) -> tuple[int, int]:
         cfg = self.cfg
         if features.dim() != 3 or features.shape[-1] != cfg.input_dim:
             raise ValueError(f"features must be (B, T, {cfg.input_dim}), got shape {tuple(features.shape)}")
         b, t, _ = features.shape
         if t > cfg.max_len and cfg.positional in ("sinusoidal", "learned"):
             raise ValueError(f"sequence of {t} tokens is longer than max_len={cfg.max_len}")
-        if mask is None:
-            mask = torch.ones(b, t, dtype=torch.bool, device=features.device)
-        if mask.shape != (b, t) or mask.dtype != torch.bool:
-            raise ValueError(f"mask must be a bool tensor of shape {(b, t)}, got {mask.dtype} {tuple(mask.shape)}")
+        return b, t
+
+    def _positioned(self, features: Tensor) -> Tensor:
+        """The features projected to the model's width, with their positions. (B, T, input_dim) → (B, T, D)."""
+        t = features.shape[1]
         x = self.input_proj(self.embedding_drop(features))  # (B, T, D)
-        if cfg.positional == "sinusoidal":
+        if self.cfg.positional == "sinusoidal":
             x = x + self.pos_table[:t]
         elif self.pos_embedding is not None:
             x = x + self.pos_embedding.weight[:t]
-        x = self.drop(x)
-        if self.local_conv is not None:  # each token's vector now carries its neighbours'
-            x = self.local_conv(x, mask)
-        if only_real:
-            x, mask = self._packed(x, mask)
-        return Hidden(0, x, x, mask)  # entered: the pooling's keys with pooling_keys="input"
+        return self.drop(x)
 
     def advance(self, hidden: Hidden, layer: int) -> Hidden:
         """The tokens as they enter map ``layer`` (hidden.layer … L), through the blocks between, unedited."""
@@ -351,20 +390,19 @@ class AttentionClassifier(nn.Module):
             weights.append(w)
         return x, weights
 
-    def _packed(self, x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
-        """Each row's real tokens moved to the left in their order, the rest cut off (with ``first`` pooling,
-        the first token stays first, real or not: it is what the pooling reads). A masked token is never
-        attended to nor pooled, so the layers give the real tokens the same vectors without it.
+    def _kept(self, mask: Tensor) -> Tensor:
+        """Where each row's real tokens are, in order, the rest cut off (with ``first`` pooling the first token
+        stays first, real or not: it is what the pooling reads): the packing of :meth:`enter_rows`. A masked token
+        is never attended to nor pooled, so the layers give the real tokens the same vectors without it.
 
         Shape:
-            x (B, T, D), mask (B, T) → (B, K, D), (B, K), K = the most tokens a row keeps (at least 1).
+            mask (B, T) → (B, K), K = the most tokens a row keeps (at least 1).
         """
         keep = mask.clone()
         if self.cfg.pooling == "first":
             keep[:, 0] = True
         k = max(1, int(keep.sum(1).max()))
-        index = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)[:, :k]  # (B, K): the kept positions first
-        return x.gather(1, index[..., None].expand(-1, -1, x.shape[-1])), mask.gather(1, index)
+        return torch.argsort((~keep).to(torch.int8), dim=1, stable=True)[:, :k]  # the kept positions first
 
 
 def pool(x: Tensor, mask: Tensor, how: str) -> Tensor:

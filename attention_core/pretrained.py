@@ -343,33 +343,41 @@ class BertClassifier(nn.Module):
         *,
         need_weights: bool = True,
         edit_attention: AttentionEdit | None = None,
-        only_real: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """The forward pass from :meth:`embed`'s output: positions, token types, LayerNorm, the layers,
-        pooling, head (:meth:`enter`, then :meth:`forward_from`). ``edit_attention`` and ``only_real`` as in
+        pooling, head (:meth:`enter`, then :meth:`forward_from`). ``edit_attention`` as in
         :meth:`AttentionClassifier.forward_features`.
 
         Shape: features (B, T, D), mask (B, T) bool (default all True) → logits (B, C), attention (L, B, H, T, T).
         """
-        if only_real and (need_weights or edit_attention is not None):
-            raise ValueError("only_real packs the tokens: it goes with need_weights=False and no edit_attention")
-        return self.forward_from(self.enter(features, mask, only_real=only_real), need_weights=need_weights,
-                                 edit_attention=edit_attention)
+        return self.forward_from(self.enter(features, mask), need_weights=need_weights, edit_attention=edit_attention)
 
-    def enter(self, features: Tensor, mask: Tensor | None = None, *, only_real: bool = False) -> Hidden:
+    def enter(self, features: Tensor, mask: Tensor | None = None) -> Hidden:
         """The tokens as they enter the layers: word pieces + positions + token type 0, LayerNorm (dropout in
-        training); with ``only_real`` each row's real tokens packed to the left after their positions were
-        added ([CLS] stays first). Shape (B, T, D), (B, T) → :class:`~attention_core.model.Hidden` at map 0."""
+        training). Shape (B, T, D), (B, T) → :class:`~attention_core.model.Hidden` at map 0."""
         mask = self._mask(features, mask)
+        x = self._positioned(features)
+        return Hidden(0, x, x, mask)
+
+    def enter_rows(self, features: Tensor, sentence: Tensor, mask: Tensor) -> Hidden:
+        """:meth:`AttentionClassifier.enter_rows`: the rows ``features[sentence[n]]`` masked by ``mask[n]``, each
+        row's real tokens alone, packed to the left after their positions were added ([CLS] first). In eval mode.
+        Shape: features (S, T, D), sentence (N,), mask (N, T) bool → a Hidden of (N, K, D)."""
+        if self.training:
+            raise ValueError("enter_rows is for a model in eval mode")
+        x = self._positioned(features)  # (S, T, D)
+        index = self._kept(mask)  # (N, K)
+        return Hidden(0, x[sentence[:, None], index], x[sentence[:, None], index], mask.gather(1, index))
+
+    def _positioned(self, features: Tensor) -> Tensor:
+        """Word pieces + positions + token type 0, LayerNorm, dropout. (B, T, D) → (B, T, D)."""
         t = features.shape[1]
         if t > self.cfg.max_positions:
             raise ValueError(f"sequence of {t} word pieces is longer than the model's {self.cfg.max_positions} positions")
         x = features + self.position_embeddings.weight[:t] + self.token_type_embeddings.weight[0]
-        x = self.drop(self.embedding_norm(x))  # (B, T, D)
-        if only_real:
-            x, mask = AttentionClassifier._packed(self, x, mask)
-        return Hidden(0, x, x, mask)
+        return self.drop(self.embedding_norm(x))
 
+    _kept = AttentionClassifier._kept  # where each row's real tokens are ([CLS] kept first with "first" pooling)
     advance = AttentionClassifier.advance  # the layers between two maps (the faithfulness report's)
 
     def forward_from(self, hidden: Hidden, *, need_weights: bool = True,

@@ -36,7 +36,7 @@ from attention_core.configs import (  # noqa: F401 — TrainConfig and its choic
 )
 from attention_core.data import TextDataset, check_known_words
 from attention_core.embeddings import Embeddings, load_embeddings
-from attention_core.encoding import Batch, TextEncoder
+from attention_core.encoding import Batch, Encoded, TextEncoder
 from attention_core.errors import ConfigError, DataError, EmbeddingError
 from attention_core.history import (  # noqa: F401 — re-exported
     EpochRecord,
@@ -821,10 +821,13 @@ def predict_probabilities(
                                  edit_attention=edit_attention)
 
 
-def length_batches(encoder: TextEncoder, texts: Sequence[str], batch_size: int = 256) -> list[tuple[list[int], Batch]]:
+def length_batches(encoder: TextEncoder, texts: Sequence[str], batch_size: int = 256, *,
+                   encoded: Sequence[Encoded] | None = None) -> list[tuple[list[int], Batch]]:
     """The texts that have a known word, encoded, sorted by length and collated: (their indices, the batch) each.
-    Encoding once serves many passes over the same texts (the faithfulness report's head knock-outs)."""
-    encoded = [(i, enc) for i, enc in enumerate(map(encoder.encode, texts)) if enc.readable]
+    Encoding once serves many passes over the same texts (the faithfulness report's head knock-outs); ``encoded``:
+    the texts already encoded by ``encoder``."""
+    encoded = [(i, enc) for i, enc in enumerate(encoded if encoded is not None else map(encoder.encode, texts))
+               if enc.readable]
     encoded.sort(key=lambda ie: len(ie[1].ids))
     chunks = [encoded[start : start + batch_size] for start in range(0, len(encoded), batch_size)]
     return [([i for i, _ in chunk], encoder.collate([enc for _, enc in chunk])) for chunk in chunks]

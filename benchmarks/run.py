@@ -842,7 +842,15 @@ def bench_quality(quick: bool) -> Section:
 
 def bench_faithfulness(quick: bool) -> Section:
     """The faithfulness lab on the bundled run: one sentence's whole lab, a head knock-out, the run report."""
-    from attention_core.faithfulness import SentenceContext, available_methods, knock_out, run_report, sentence_lab
+    from attention_core.faithfulness import (
+        METHODS,
+        SHAPLEY_EXACT_TOKENS,
+        SentenceContext,
+        available_methods,
+        knock_out,
+        run_report,
+        sentence_lab,
+    )
     from attention_core.sentence import evaluating
 
     n_tokens = 32
@@ -871,6 +879,19 @@ def bench_faithfulness(quick: bool) -> Section:
             method.score(ctx)
 
         s.add(f"method_{method.name}_ms", float(np.median(call_times_ms(score, 1, 5))), "ms")
+    short = sentence_of(SHAPLEY_EXACT_TOKENS, texts, run)  # the longest sentence whose Shapley values are exact
+    short_encoded, short_batch = run.encoder.encode_for_model(short)
+    short_out = run.forward(short)
+    with evaluating(run.model):
+        short_features = run.model.embed(short_batch.ids, short_batch.extra, short_batch.casing)
+
+    def exact_shapley() -> None:
+        METHODS["shapley"].score(SentenceContext(run.model, short_encoded, short_features, short_out.attention,
+                                                 short_out.probabilities, int(short_out.probabilities.argmax()),
+                                                 np.random.default_rng(0)))
+
+    s.add(f"method_shapley_exact_{SHAPLEY_EXACT_TOKENS}_tokens_ms", float(np.median(call_times_ms(exact_shapley, 1, 5))),
+          "ms")
     knock_ms = call_times_ms(lambda: run.predict(text, edit_attention=knock_out(every_other, cfg)), 5, 50)
     knock = s.add("knock_out_predict_median_ms", float(np.median(knock_ms)), "ms")
     n = 60 if quick else len(texts)

@@ -118,6 +118,8 @@ def token_importance(lab: SentenceLab, *, model: str) -> None:
     st.plotly_chart(figs.method_scores(lab.tokens, lab.scores, lab.titles), key="faith_scores",
                     config=chart_downloads.config("Word importance by method", model=model, sentence=lab.text))
     st.markdown("\n".join(f"- **{lab.titles[m]}**: {lab.measures[m]}" for m in lab.methods))
+    if lab.shapley:
+        st.caption(f"Shapley values of this sentence: {lab.shapley}.")
 
 
 def agreement(lab: SentenceLab, *, model: str) -> None:
@@ -322,6 +324,8 @@ def report_views(report: RunReport, run: Run) -> None:
                "does not point at the words the prediction depends on.")
     st.plotly_chart(figs.faithfulness_bars(report.comprehensiveness, report.sufficiency, report.titles),
                     key="faith_report_bars", config=named("Comprehensiveness and sufficiency"))
+    if report.shapley:
+        st.caption(f"Shapley values: {report.shapley}.")
     st.dataframe(eraser_table(report.comprehensiveness, report.sufficiency, report.titles))
     st.subheader("Mean agreement between the methods")
     st.plotly_chart(figs.kendall_matrix(report.kendall, report.methods, report.titles), key="faith_report_kendall",

@@ -13,6 +13,7 @@ from attention_core.errors import ConfigError, DataError, EmbeddingError
 from attention_core.explain import attention_rollout
 from attention_core.faithfulness import (
     METHODS,
+    Keep,
     Method,
     SentenceContext,
     Shuffle,
@@ -252,13 +253,9 @@ def test_integrated_gradients_are_complete_within_one_percent(bundled):
     assert sum(lab.scores["integrated_gradients"]) == pytest.approx(difference, rel=0.01)
 
 
-def test_sampled_shapley_values_add_up_and_approach_the_exact_ones(bundled):
-    text = "not good at all"
-    ctx = context(bundled, text, shapley_permutations=4000)
+def exact_shapley_by_enumeration(ctx: SentenceContext) -> np.ndarray:
+    """Shapley values from their definition, every subset's value asked on its own."""
     t = ctx.n_tokens
-    got = METHODS["shapley"].score(ctx)
-    full, empty = ctx.target_probability(torch.tensor([[True] * t, [False] * t]))
-    assert got.sum() == pytest.approx(full - empty, abs=1e-6)  # every sampled order adds up (float32 batches)
     subsets = torch.tensor(list(itertools.product([False, True], repeat=t)))  # (2^T, T)
     value = dict(zip(map(tuple, subsets.tolist()), ctx.target_probability(subsets), strict=True))
     exact = np.zeros(t)
@@ -268,7 +265,55 @@ def test_sampled_shapley_values_add_up_and_approach_the_exact_ones(bundled):
                 with_i = tuple(True if k == i else s[k] for k in range(t))
                 size = sum(s)
                 exact[i] += math.factorial(size) * math.factorial(t - size - 1) / math.factorial(t) * (value[with_i] - v)
-    assert got == pytest.approx(exact, abs=0.02)
+    return exact
+
+
+def test_sampled_shapley_values_add_up_and_approach_the_exact_ones(bundled):
+    ctx = context(bundled, "not good at all", shapley_permutations=4000, shapley_exact_tokens=0)  # sampled
+    t = ctx.n_tokens
+    got = METHODS["shapley"].score(ctx)
+    full, empty = context(bundled, "not good at all").target_probability(torch.tensor([[True] * t, [False] * t]))
+    assert got.sum() == pytest.approx(full - empty, abs=1e-6)  # every sampled order adds up (float32 batches)
+    assert got == pytest.approx(exact_shapley_by_enumeration(context(bundled, "not good at all")), abs=0.02)
+
+
+@pytest.mark.parametrize("text", ["good", "not good at all", "the food was not good at all but the staff were kind"])
+def test_short_sentences_get_exact_shapley_values(bundled, text):
+    ctx = context(bundled, text, shapley_permutations=2)
+    assert ctx.n_tokens <= ctx.shapley_exact_tokens == 12
+    got = METHODS["shapley"].score(ctx)
+    assert got == pytest.approx(exact_shapley_by_enumeration(context(bundled, text)), abs=1e-6)
+    sampled = METHODS["shapley"].score(context(bundled, text, shapley_permutations=2, shapley_exact_tokens=0))
+    assert ctx.n_tokens == 1 or np.abs(sampled - got).max() > 1e-3  # two sampled orders are not the exact values
+
+
+def test_the_lab_and_the_report_say_where_shapley_values_are_exact(bundled):
+    short = sentence_lab(bundled.model, bundled.encoder, bundled.label_names, "not good at all", methods=["shapley"])
+    assert short.shapley == "exact: every one of the 16 subsets of its 4 words"
+    long = sentence_lab(bundled.model, bundled.encoder, bundled.label_names, SENTENCE + " and the room was clean",
+                        methods=["shapley"], n_permutations=0)
+    assert long.shapley.startswith(f"sampled: 16 random orders of its {len(long.tokens)} words (exact up to 12 words")
+    assert sentence_lab(bundled.model, bundled.encoder, bundled.label_names, "good", methods=["attention"]).shapley == ""
+    texts, labels = bundled.validation
+    lengths = [len(bundled.encoder.encode(text).ids) for text in texts[:20]]
+    report = run_report(bundled.model, bundled.encoder, bundled.label_names, texts[:20], labels[:20],
+                        methods=["shapley"], n_permutations=0, shapley_exact_tokens=9)
+    exact = sum(n <= 9 for n in lengths)
+    assert 0 < exact < 20
+    assert report.shapley == (f"exact (every subset of the words) in the {exact} of 20 sentences of up to 9 words, "
+                              f"sampled (8 random orders) in the {20 - exact} longer ones")
+
+
+def test_exact_or_sampled_shapley_leaves_the_other_random_draws_alone(bundled):
+    """Sampled or exact, Shapley draws its orders: the random baseline and the shuffles after it are the same."""
+    def lab(exact_tokens: int) -> dict:
+        return sentence_lab(bundled.model, bundled.encoder, bundled.label_names, "not good at all", seed=5,
+                            shapley_exact_tokens=exact_tokens).to_dict()
+
+    exact, sampled = lab(12), lab(0)
+    assert exact["scores"]["shapley"] != sampled["scores"]["shapley"]
+    assert exact["deletion"]["random"] == pytest.approx(sampled["deletion"]["random"], abs=1e-9)
+    assert exact["permutation_tvd"] == pytest.approx(sampled["permutation_tvd"], abs=1e-9)
 
 
 def test_leave_one_out_is_the_probability_drop_without_each_token(bundled):
@@ -317,7 +362,8 @@ def test_the_same_seed_gives_the_same_numbers(bundled):
 
     first = lab(7)
     assert lab(7) == first
-    assert lab(8)["scores"]["shapley"] != first["scores"]["shapley"]
+    assert lab(8)["scores"]["shapley"] == pytest.approx(first["scores"]["shapley"], abs=1e-9)  # 12 words: exact
+    assert lab(8)["deletion"]["random"] != first["deletion"]["random"]
     texts, labels = bundled.validation
     reports = [run_report(bundled.model, bundled.encoder, bundled.label_names, texts[:15], labels[:15], seed=3).to_dict()
                for _ in range(2)]
@@ -501,3 +547,22 @@ def test_shuffles_run_the_maps_below_the_last_once_to_the_numbers_of_whole_passe
                                                        edit_attention=_permute_last_layer(o, last))
         assert np.abs(answer.numpy() - torch.softmax(logits.double(), -1).numpy()).max() < 1e-6
         assert np.abs(answer.numpy() - ctx.probabilities.double().numpy()).max() > 1e-4  # the shuffles moved it
+
+
+def test_a_masked_row_asked_again_is_answered_from_the_first_time(bundled, monkeypatch):
+    ctx = context(bundled, SENTENCE)
+    t = ctx.n_tokens
+    first = torch.rand(6, t, generator=torch.Generator().manual_seed(1)) < 0.5
+    again = torch.cat([first[2:4], ~torch.eye(t, dtype=torch.bool)[:3], first[:1]])  # two rows seen, three new, one seen
+    ran = []
+    enter_rows = bundled.model.enter_rows
+    monkeypatch.setattr(bundled.model, "enter_rows", lambda f, s, m: ran.append(len(m)) or enter_rows(f, s, m))
+
+    def steps():
+        return (yield Keep(first)), (yield Keep(again))
+
+    (got_first, got_again), = run_side_by_side([ctx], [steps()])
+    assert ran == [len(torch.unique(first, dim=0)), 3]
+    fresh = context(bundled, SENTENCE).target_probability(again)  # a new context: every row runs
+    assert got_again == pytest.approx(fresh, abs=1e-6)
+    assert got_again[0] == got_first[2] and got_again[-1] == got_first[0]

@@ -468,8 +468,8 @@ def test_frozen_layers_keep_the_lowest_layers_as_they_are() -> None:
 
 @pytest.mark.parametrize("name", [*FORWARD_CONFIGS, "first-token pooling"])
 def test_only_real_tokens_through_the_layers_give_the_same_logits(name: str) -> None:
-    """forward_features(only_real=True) packs each row's real tokens before the layers: the logits of every row,
-    one with no real token included, are those of the padded rows (float64: to rounding)."""
+    """enter_rows packs each row's real tokens before the layers: the logits of every row, one with no real token
+    included, are those of the padded rows (float64: to rounding)."""
     cfg = FORWARD_CONFIGS.get(name) or ModelConfig(**{**SMALL, "n_classes": 3, "pooling": "first", "local_conv": 3})
     torch.manual_seed(5)
     model = AttentionClassifier(cfg, torch.randn(12, 8)).eval().double()
@@ -482,12 +482,15 @@ def test_only_real_tokens_through_the_layers_give_the_same_logits(name: str) -> 
     mask = torch.rand(9, 7, generator=g) < 0.5
     mask[0], mask[1], mask[2, 1:] = False, True, False  # no real token; all real; the first alone
     mask[3, 0] = False  # the first token masked (with first-token pooling it is still what is read)
-    want, _ = model.forward_features(features, mask, need_weights=False)
-    got, attention = model.forward_features(features, mask, need_weights=False, only_real=True)
-    assert attention is None
+    # rows as masks of a few sentences: the projection once a sentence, the window at the kept tokens
+    sentences = torch.cat([features[:3], features[5:6]])  # rows 0–2 and 5 are these; rows 3, 4, 6–8 repeat them
+    sentence = torch.tensor([0, 1, 2, 0, 1, 3, 3, 2, 0])
+    rows = sentences[sentence]
+    want, _ = model.forward_features(rows, mask, need_weights=False)
+    got, _ = model.forward_from(model.enter_rows(sentences, sentence, mask), need_weights=False)
     torch.testing.assert_close(got, want, **TIGHT)
-    with pytest.raises(ValueError, match="only_real"):
-        model.forward_features(features, mask, only_real=True)
+    with pytest.raises(ValueError, match="eval mode"):
+        model.train().enter_rows(sentences, sentence, mask)
 
 
 @pytest.mark.parametrize("name", ["default preset", "attention pooling, input keys", "max pooling"])

@@ -266,16 +266,21 @@ def test_a_sequence_longer_than_the_positions_is_refused():
 
 
 def test_its_layers_can_run_on_the_real_tokens_alone_and_from_a_kept_state(minilm):
-    """The faithfulness report's fast paths (AttentionClassifier's: only_real, enter / advance / forward_from) give
+    """The faithfulness report's fast paths (AttentionClassifier's: enter_rows, enter / advance / forward_from) give
     the encoder's full pass: packing keeps each token's position, and [CLS] first."""
     model, encoder = minilm
     batch = encoder.collate([encoder.encode(t) for t in ("not bad at all", "a truly great film", "meh")])
-    features, mask = model.embed(batch.ids), batch.mask.clone()
+    features = model.embed(batch.ids)
+    mask = batch.mask.clone()
     mask[0, 2] = False  # a word masked out inside the sentence
     with torch.no_grad():
         want, maps = model.forward_features(features, mask)
-        got, _ = model.forward_features(features, mask, need_weights=False, only_real=True)
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+        rows = torch.tensor([0, 1, 2, 0])  # sentence 0 twice: once with its word back
+        masks = torch.cat([mask, batch.mask[:1]])
+        got, _ = model.forward_from(model.enter_rows(features, rows, masks), need_weights=False)
+        torch.testing.assert_close(got[:3], want, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(got[3], model.forward_features(features[:1], batch.mask[:1])[0][0], rtol=1e-4,
+                                   atol=1e-5)
         entered = model.enter(features, mask)
         for layer in (0, 3, 5):
             logits, above = model.forward_from(model.advance(entered, layer))

@@ -52,6 +52,8 @@ def test_opens_on_the_bundled_model_with_every_method(bundled):
     assert z.shape == (8, 7) and np.allclose(np.abs(z).max(axis=1), 1.0)  # each row scaled to its largest
     measures = " ".join(m.value for m in at.markdown)
     assert all(f"**{t}**:" in measures for t in titles)  # each method's "what this measures"
+    captions = [c.value for c in at.caption]
+    assert "Shapley values of this sentence: exact: every one of the 128 subsets of its 7 words." in captions
     assert array(chart(at, "faith_kendall")["data"][0]["z"]).shape == (8, 8)
     curves = {trace["name"] for trace in chart(at, "faith_curves")["data"]}
     assert curves == {*titles, "Random order"}
@@ -128,6 +130,8 @@ def test_run_report_shows_its_tables_and_a_second_look_is_instant(bundled, monke
                 "faith_report_tvd"):
         chart(at, key)
     assert sum(array(chart(at, "faith_report_tvd")["data"][0]["y"])) == 6
+    assert f"Shapley values: {expected.shapley}." in [c.value for c in at.caption]  # where exact, where sampled
+    assert expected.shapley.startswith("exact (every subset of the words) in the ")
 
     def not_again(*args, **kwargs):
         raise AssertionError("the report was made again")
