@@ -15,15 +15,15 @@ BUNDLED = Path(__file__).resolve().parents[2] / "data" / "default_run"
 
 
 @pytest.fixture(scope="module")
-def run():
+def bundled_run():
     return load_run(BUNDLED)  # 2 layers with a 3-word window before them, then the pooling attention
 
 
 @pytest.mark.parametrize(("map_index", "head", "query"), [(0, 0, 0), (1, 3, 4), (2, 1, 0)])
-def test_every_step_adds_up_to_the_row_of_the_map_the_pages_show(run, map_index, head, query):
-    encoded, batch = run.encoder.encode_for_model("the food was not good at all")
-    view = neuron_view(run.model, encoded, batch, map_index, head, query)
-    t, dh = len(encoded.tokens), run.model_config.model_dim // run.model_config.n_heads
+def test_every_step_adds_up_to_the_row_of_the_map_the_pages_show(bundled_run, map_index, head, query):
+    encoded, batch = bundled_run.encoder.encode_for_model("the food was not good at all")
+    view = neuron_view(bundled_run.model, encoded, batch, map_index, head, query)
+    t, dh = len(encoded.tokens), bundled_run.model_config.model_dim // bundled_run.model_config.n_heads
     assert view.q.shape == (dh,) and view.k.shape == view.products.shape == (t, dh)
     assert torch.allclose(view.products.sum(-1), view.scores) and view.scale == pytest.approx(1 / math.sqrt(dh))
     assert torch.allclose(view.scaled, view.scores * view.scale)
@@ -32,16 +32,16 @@ def test_every_step_adds_up_to_the_row_of_the_map_the_pages_show(run, map_index,
     assert view.tokens == tuple(encoded.tokens)
 
 
-def test_the_vectors_are_the_layers_own_projections_of_its_input(run):
+def test_the_vectors_are_the_layers_own_projections_of_its_input(bundled_run):
     """q and k are the second layer's projections of what entered it (after the first layer and its norm)."""
-    encoded, batch = run.encoder.encode_for_model("a great movie")
-    view = neuron_view(run.model, encoded, batch, 1, 2, 1)
-    block = run.model.blocks[1]
+    encoded, batch = bundled_run.encoder.encode_for_model("a great movie")
+    view = neuron_view(bundled_run.model, encoded, batch, 1, 2, 1)
+    block = bundled_run.model.blocks[1]
     seen = {}
     hook = block.attn.register_forward_pre_hook(lambda m, args: seen.setdefault("x", args[0]))
     from attention_core.sentence import run_encoded
 
-    run_encoded(run.model, encoded, batch)
+    run_encoded(bundled_run.model, encoded, batch)
     hook.remove()
     dh = view.head_dim
     with torch.no_grad():
@@ -50,9 +50,9 @@ def test_the_vectors_are_the_layers_own_projections_of_its_input(run):
     assert torch.allclose(view.q, q) and torch.allclose(view.k, k)
 
 
-def test_a_map_head_or_query_that_does_not_exist_is_refused(run):
-    encoded, batch = run.encoder.encode_for_model("a great movie")
+def test_a_map_head_or_query_that_does_not_exist_is_refused(bundled_run):
+    encoded, batch = bundled_run.encoder.encode_for_model("a great movie")
     for args, said in [((3, 0, 0), "map 3 does not exist"), ((0, 4, 0), "head 4 does not exist"),
                        ((0, 0, 3), "query 3 does not exist"), ((2, 0, 1), "this map has 1 query")]:
         with pytest.raises(ValueError, match=said):
-            neuron_view(run.model, encoded, batch, *args)
+            neuron_view(bundled_run.model, encoded, batch, *args)
