@@ -34,10 +34,12 @@ from tests.helpers.browser import (
     start_training,
     upload_csv,
 )
+from ui.preview import PRETRAINED_NAME
 
 pytestmark = E2E
 
 BUNDLED = "Bundled: default model on UCI sentences"
+PRETRAINED = PRETRAINED_NAME  # the pretrained encoder, listed after it
 TEACHER = "teacher-token-of-the-test-0123456789"
 LONG = 5000  # Alice's epochs, patience off: far more than the test waits for (she stops once the others are in line)
 SHORT = 3  # Carol's and Bob's epochs
@@ -83,16 +85,16 @@ def sees_only(page, link: str, own: list[str], others: list[str], published: tup
 
     page.goto(link)
     main.locator("g.ytick text").first.wait_for()  # Home's heatmap: drawn after the sidebar's picker
-    assert picker_options(page) == [BUNDLED, *own, *published]
+    assert picker_options(page) == [BUNDLED, PRETRAINED, *own, *published]
     assert not hidden.search(page.inner_text("body"))
 
     nav.get_by_role("link", name="Inspect").click()
     main.get_by_text("L1 · H1").first.wait_for()
-    assert picker_options(page) == [BUNDLED, *own, *published]
+    assert picker_options(page) == [BUNDLED, PRETRAINED, *own, *published]
     main.get_by_role("tab", name="Compare").click()
     main.get_by_text("Same sentence, two models").click()
     second = picker_options(page, main.get_by_role("combobox", name="Second model", exact=True))
-    assert sorted(second) == sorted([*own, *published]), second  # all but the one open: the bundled model
+    assert sorted(second) == sorted([PRETRAINED, *own, *published]), second  # all but the one open: the bundled model
     assert not hidden.search(page.inner_text("body"))
     no_traceback(page)
 
@@ -175,7 +177,7 @@ def test_two_learners_one_in_line_a_restart_and_a_published_run(tmp_path):
             sees_only(bob, links["bob"], ["default-bob"], others=["alice", "carol"])
             step("Bob sees his run alone")
             carol.goto(links["carol"])
-            assert picker_options(carol) == [BUNDLED, "default-carol"]
+            assert picker_options(carol) == [BUNDLED, PRETRAINED, "default-carol"]
 
         with app_server(runs, port=port, env=env, timeout=120) as again, \
                 screenshots_on_failure(tmp_path / "screenshots-after-restart", learners):

@@ -14,10 +14,12 @@ import shutil
 from urllib.parse import parse_qs, urlsplit
 
 from tests.helpers.browser import E2E, ROOT, app_server, launch_chromium, open_as_new_learner, picker_options, shot
+from ui.preview import PRETRAINED_NAME
 
 pytestmark = E2E
 
 BUNDLED = "Bundled: default model on UCI sentences"
+PRETRAINED = PRETRAINED_NAME  # the pretrained encoder, listed after it
 TIMEOUT = 60_000
 
 
@@ -149,7 +151,7 @@ def test_shared_mode_links_to_published_and_private_runs(tmp_path):
         own.mkdir(parents=True)
         shutil.copytree(ROOT / "data" / "default_run", own / "alice-run")
         alice.goto(alice_link)
-        assert picker_options(alice) == [BUNDLED, "alice-run", published]
+        assert picker_options(alice) == [BUNDLED, PRETRAINED, "alice-run", published]
 
         pick_model(alice, published)
         alice.wait_for_url(re.compile(r"[?&]run=published%3Ademo"))

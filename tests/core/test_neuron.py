@@ -56,3 +56,13 @@ def test_a_map_head_or_query_that_does_not_exist_is_refused(bundled_run):
                        ((0, 0, 3), "query 3 does not exist"), ((2, 0, 1), "this map has 1 query")]:
         with pytest.raises(ValueError, match=said):
             neuron_view(bundled_run.model, encoded, batch, *args)
+
+
+def test_the_pretrained_encoders_heads_are_taken_apart_the_same_way():
+    """all-MiniLM-L6-v2: 32 dimensions a head; the softmax is the map's row for a word-piece query."""
+    minilm = load_run("minilm")
+    encoded, batch = minilm.encoder.encode_for_model("the food was not good at all")
+    view = neuron_view(minilm.model, encoded, batch, 3, 7, 4)
+    assert view.tokens[0] == "[CLS]" and view.tokens[4] == "not" and view.head_dim == 32 and not view.pooling
+    assert torch.allclose(view.weights, view.map_row, atol=1e-6)
+    assert torch.allclose(view.weights, minilm.forward("the food was not good at all").attention[3, 7, 4], atol=1e-6)
