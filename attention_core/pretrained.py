@@ -126,6 +126,10 @@ class BertConfig:
         return True
 
     @property
+    def word_dropout(self) -> float:
+        return 0.0  # (a word-piece model is not trained with whole words read as unknown)
+
+    @property
     def max_len(self) -> int:
         return self.max_positions
 
@@ -320,21 +324,7 @@ class BertClassifier(nn.Module):
             raise ValueError("a BERT model reads word pieces only: extra and casing must be None")
         return self.word_embeddings(ids)
 
-    def forward(
-        self,
-        ids: Tensor,
-        mask: Tensor | None = None,
-        extra: Tensor | None = None,
-        casing: Tensor | None = None,
-        *,
-        need_weights: bool = True,
-        edit_attention: AttentionEdit | None = None,
-    ) -> tuple[Tensor, Tensor | None]:
-        """Logits and attention of word-piece ``ids`` (mask default: ids != [PAD])."""
-        if mask is None:
-            mask = ids != 0
-        return self.forward_features(self.embed(ids, extra, casing), mask, need_weights=need_weights,
-                                     edit_attention=edit_attention)
+    forward = AttentionClassifier.forward  # ids → embed → forward_features (word dropout: BertConfig has none)
 
     def forward_features(
         self,

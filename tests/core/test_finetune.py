@@ -125,3 +125,23 @@ def test_the_time_lapse_starts_from_the_base_and_its_first_snapshot_keeps_only_t
     assert torch.allclose(frames[0][1].attention, before, atol=1e-6)
     kept = dict(frames)[finetuned.history.kept_epoch]  # the kept epoch's frame is the run's model
     assert torch.allclose(kept.attention, finetuned.forward("a great phone").attention, atol=2e-3)  # (float16)
+
+
+def test_zipping_renaming_and_deleting_a_run_never_touch_its_base_folder_or_the_users_files(finetuned, tmp_path):
+    from attention_core.run_folders import delete_run, rename_run, run_from_zip, run_to_zip
+
+    base = shutil.copytree(bundled_checkpoint(), tmp_path / "my-bert")
+    (base / "NOTES.txt").write_text("mine")
+    before = sorted(p.name for p in base.iterdir())
+    run = replace(finetuned, model_config=replace(finetuned.model_config, base=str(base)))
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "readme.txt").write_text("keep")
+    path = save_run(run, runs / "ft")
+    copy = run_from_zip(run_to_zip(path), runs, "ft")  # the name is taken: saved beside it
+    assert copy.name == "ft-2" and "model.safetensors" in {p.name for p in copy.iterdir()}
+    rename_run(runs, "ft-2", "ft-copy")
+    delete_run(runs, "ft")
+    delete_run(runs, "ft-copy")
+    assert sorted(p.name for p in runs.iterdir()) == ["readme.txt"] and (runs / "readme.txt").read_text() == "keep"
+    assert sorted(p.name for p in base.iterdir()) == before and (base / "NOTES.txt").read_text() == "mine"
