@@ -118,8 +118,9 @@ def _knock_out_mode_argument(p: argparse.ArgumentParser) -> None:
 
 def _lab_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random orders and samples (default 0)")
-    p.add_argument("--threads", type=int, default=1, metavar="N",
-                   help="torch CPU threads (default 1: these small batches ran slower on 2 beside other work)")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="torch CPU threads (default: one per core that other processes leave free, read again as it "
+                        "runs: 2 threads beside other work ran much slower than 1)")
     p.add_argument("--embeddings", metavar="FILE", help="word-vector file, if the run's has moved")
     _workspace_arguments(p)
 
@@ -290,21 +291,30 @@ def _predict(args: argparse.Namespace) -> dict:
     return {**prediction.to_dict(), "knocked_out": names, "knock_out_mode": args.knock_out_mode}
 
 
-def _lab_run(args: argparse.Namespace):
+def _lab_run(args: argparse.Namespace) -> tuple[Run, Callable[[], object]]:
+    """The run the lab commands read, and what to call as their work goes: it sets torch's thread count
+    (``--threads N``, or one per core other processes leave free: :class:`~attention_core.threads.FollowFreeCores`)."""
     import torch
 
     from attention_core.runs import load_run
+    from attention_core.threads import FollowFreeCores
 
-    if args.threads < 1:
+    if args.threads is None:
+        follow: Callable[[], object] = FollowFreeCores()  # before loading: its first reading spans the load
+    elif args.threads < 1:
         raise ConfigError(f"--threads {args.threads} is not valid", "use 1 or more")
-    torch.set_num_threads(args.threads)
-    return load_run(_run_dir(args), embedding_file=args.embeddings)
+    else:
+        torch.set_num_threads(args.threads)
+        follow = lambda: args.threads  # noqa: E731
+    run = load_run(_run_dir(args), embedding_file=args.embeddings)
+    follow()
+    return run, follow
 
 
 def _explain(args: argparse.Namespace) -> dict:
     from attention_core.faithfulness import sentence_lab
 
-    run = _lab_run(args)
+    run, _ = _lab_run(args)
     lab = sentence_lab(run.model, run.encoder, run.label_names, args.text, seed=args.seed)
     print(f"{lab.label}  tokens: {' '.join(lab.tokens)}", file=sys.stderr)
     print(_faithfulness_table(lab.comprehensiveness, lab.sufficiency, lab.titles), file=sys.stderr)
@@ -316,7 +326,7 @@ def _faithfulness(args: argparse.Namespace) -> dict:
 
     from attention_core.faithfulness import Progress, run_report
 
-    run = _lab_run(args)
+    run, follow = _lab_run(args)
     if args.csv is not None:
         from attention_core.data import load_dataset
 
@@ -332,6 +342,7 @@ def _faithfulness(args: argparse.Namespace) -> dict:
     bars: dict[str, tqdm] = {}
 
     def on_progress(p: Progress) -> None:
+        follow()  # the thread count follows the machine (read at most every half second)
         if args.quiet:
             return
         if p.stage not in bars:

@@ -14,7 +14,8 @@ operation, and one of them is often not running. :class:`ThreadTuner` does two t
   fastest for a while and tries again. While the same choice keeps winning it is checked less
   and less often (the hold doubles, up to ``max_hold``): trials cost something.
 
-:func:`auto_threads` builds the tuner the command line uses when no ``--threads`` is given.
+:func:`auto_threads` builds the tuner the command line uses when no ``--threads`` is given;
+:class:`FollowFreeCores` applies the first point alone to the faithfulness commands.
 The figures behind these choices are in ``benchmarks/README.md`` (section ``cli_threads``).
 """
 
@@ -182,12 +183,7 @@ class ThreadTuner:
     def _check_others(self) -> None:
         self._checked = self._clock()
         self.others_cores = self._others() if self._others is not None else None
-        lower = thread_limit(self.cores, self.others_cores)
-        higher = thread_limit(self.cores, self.others_cores, BUSY_CORES - HYSTERESIS_CORES)
-        if lower < self.limit:
-            self.limit = lower
-        elif higher > self.limit:
-            self.limit = higher
+        self.limit = next_limit(self.limit, self.cores, self.others_cores)
 
     def _allowed(self) -> tuple[int, ...]:
         fits = tuple(c for c in self.choices if c <= self.limit)
@@ -220,6 +216,66 @@ class ThreadTuner:
             self._set(threads)
             self.current = threads
         self._start = (examples_seen, seconds)
+
+
+def next_limit(limit: int, cores: int, others: float | None) -> int:
+    """The thread limit after a reading of ``others`` (cores other processes used): down as soon as they need a
+    core (:func:`thread_limit`), back up only once they use clearly less (``HYSTERESIS_CORES``: no flapping).
+
+    Example:
+        >>> next_limit(2, 2, 0.9), next_limit(1, 2, 0.2), next_limit(1, 2, 0.05)
+        (1, 1, 2)
+    """
+    lower = thread_limit(cores, others)
+    higher = thread_limit(cores, others, BUSY_CORES - HYSTERESIS_CORES)
+    return lower if lower < limit else higher if higher > limit else limit
+
+
+class FollowFreeCores:
+    """torch's thread count for work that cannot be timed in steps of equal size (the faithfulness report: its
+    sentences grow longer as it goes): as many threads as the cores other processes leave free, up to ``most``,
+    re-read when called and ``check_every`` seconds have passed since the last reading. No trials: on 2 cores the
+    report ran 1.5× faster on 2 threads than on 1 on a quiet machine, and 2 threads beside a busy neighbour are the
+    collapse :class:`ThreadTuner` avoids (benchmarks/README.md, ``faithfulness``).
+
+    Create it before the work's set-up (loading a run), so its first reading spans that time; call it then and as
+    the work goes (each returns the thread count in force).
+
+    Example:
+        >>> follow = FollowFreeCores()  # doctest: +SKIP
+        >>> follow()  # doctest: +SKIP
+        2
+    """
+
+    def __init__(
+        self,
+        most: int | None = None,
+        *,
+        others: Callable[[], float | None] | None = None,
+        cores: int | None = None,
+        check_every: float = 0.5,
+        set_threads: Callable[[int], None] = torch.set_num_threads,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        usable = usable_cores()
+        self.cores = cores if cores is not None else len(usable)
+        self.most = max(1, min(most if most is not None else torch.get_num_threads(), self.cores))
+        self._others = others if others is not None else OtherProcessesCpu(usable)
+        self.check_every, self._set, self._clock = check_every, set_threads, clock
+        self.limit = self.most
+        self.current: int | None = None
+        self._checked: float | None = None
+
+    def __call__(self) -> int:
+        now = self._clock()
+        if self._checked is None or now - self._checked >= self.check_every:
+            self._checked = now
+            self.limit = min(self.most, next_limit(self.limit, self.cores, self._others()))
+            if self.limit != self.current:
+                self._set(self.limit)
+                self.current = self.limit
+        assert self.current is not None
+        return self.current
 
 
 def thread_choices(most: int) -> tuple[int, ...]:

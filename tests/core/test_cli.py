@@ -401,6 +401,31 @@ def test_the_default_thread_count_is_chosen_while_training_and_threads_n_fixes_i
     assert updates == []
 
 
+
+def test_the_faithfulness_commands_follow_the_free_cores_unless_threads_n_fixes_them(trained, monkeypatch):
+    """One torch thread made the report 1.5× slower on a quiet 2-core machine, two collapse beside a busy
+    neighbour: without --threads, explain and faithfulness follow the cores other processes leave free
+    (attention_core.threads.FollowFreeCores), read again as the report goes."""
+    from attention_core import cli as cli_module
+    from attention_core import threads
+
+    calls: list[str] = []
+
+    class Following:
+        def __call__(self) -> int:
+            calls.append("read")
+            return 1
+
+    monkeypatch.setattr(threads, "FollowFreeCores", lambda *a, **k: Following())
+    assert cli_module.main(["faithfulness", str(trained), "--quiet"]) == 0
+    assert len(calls) > 2  # after loading, then as the report went
+    calls.clear()
+    assert cli_module.main(["explain", str(trained), "the food was good"]) == 0
+    assert calls == ["read"]
+    calls.clear()
+    assert cli_module.main(["faithfulness", str(trained), "--quiet", "--threads", "1"]) == 0
+    assert calls == []
+
 # -- a shared server's workspace (--workspace): the runs a learner sees in the app -------------------------
 
 TINY = ("--epochs", "1", "--layers", "1", "--heads", "1", "--threads", "1", "--quiet")

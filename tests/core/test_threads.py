@@ -9,7 +9,15 @@ import pytest
 import torch
 
 from attention_core import threads
-from attention_core.threads import OtherProcessesCpu, ThreadTuner, auto_threads, thread_choices, thread_limit
+from attention_core.threads import (
+    FollowFreeCores,
+    OtherProcessesCpu,
+    ThreadTuner,
+    auto_threads,
+    next_limit,
+    thread_choices,
+    thread_limit,
+)
 
 
 class FakeMachine:
@@ -199,3 +207,31 @@ def test_auto_threads_starts_on_one_thread_and_tries_up_to_the_cores(monkeypatch
         assert isinstance(tuner._others, OtherProcessesCpu)
     finally:
         torch.set_num_threads(before)
+
+
+# -- FollowFreeCores: the faithfulness commands' threads, the limit alone ------------------------------------
+
+
+def test_follow_free_cores_uses_every_free_core_and_gives_one_back_to_a_neighbour():
+    """The report's sentences grow longer as it goes, so no trials: the cores other processes leave free, re-read
+    at most every check_every seconds, down at once when a neighbour starts, up only once it has clearly gone."""
+    machine = FakeMachine({1: 1.0, 2: 1.0})
+    follow = FollowFreeCores(2, others=lambda: machine.others, cores=2, check_every=0.5,
+                             set_threads=machine.set_threads, clock=lambda: machine.seconds)
+    assert follow() == 2 and machine.calls == [2]  # quiet: both cores
+    machine.others, machine.seconds = 1.0, 0.2
+    assert follow() == 2  # not re-read yet
+    machine.seconds = 0.6
+    assert follow() == 1 and machine.calls == [2, 1]  # a busy neighbour: one core left
+    machine.others, machine.seconds = 0.2, 1.2
+    assert follow() == 1  # under BUSY_CORES but not under it by the hysteresis: stays down
+    machine.others, machine.seconds = 0.0, 1.8
+    assert follow() == 2 and machine.calls == [2, 1, 2]
+    assert next_limit(2, 2, None) == 2  # no reading (off Linux): every core
+
+
+def test_follow_free_cores_never_exceeds_its_most_nor_sets_the_same_count_twice():
+    calls: list[int] = []
+    follow = FollowFreeCores(1, others=lambda: 0.0, cores=8, check_every=0.0, set_threads=calls.append,
+                             clock=lambda: 0.0)
+    assert [follow() for _ in range(3)] == [1, 1, 1] and calls == [1]
