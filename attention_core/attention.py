@@ -38,12 +38,15 @@ class AttentionSteps(NamedTuple):
 
 
 def attention_steps(
-    q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | None = None, scale: float | None = None
+    q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | None = None, scale: float | None = None,
+    need_output: bool = True,
 ) -> AttentionSteps:
     """Scaled dot-product attention returning every step.
 
     Works for self-attention (q, k, v from one sequence) and cross-attention (queries of
-    length T and dim Dk against keys of length S; values may have another dim Dv).
+    length T and dim Dk against keys of length S; values may have another dim Dv). With
+    ``need_output=False`` the weights @ v product is skipped and ``output`` is empty (…, 0, Dv):
+    for a caller that attends with weights of its own (dropout, an edit).
 
     Shape:
         q: (…, T, Dk), k: (…, S, Dk), v: (…, S, Dv), mask: bool broadcastable to (…, T, S).
@@ -82,7 +85,9 @@ def attention_steps(
         else:
             weights = torch.softmax(masked.masked_fill(~any_allowed, 0.0), dim=-1)
             weights = weights.masked_fill(~mask, 0.0)
-    output = weights @ v  # (…, T, Dv)
+    # Without need_output the caller attends with weights of its own (dropped out, edited): output is then v's
+    # empty slice, not a product it would throw away.
+    output = weights @ v if need_output else v[..., :0, :]  # (…, T, Dv)
     return AttentionSteps(scores, scaled, masked, weights, output)
 
 
@@ -164,11 +169,12 @@ class MultiHeadAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         # The one attention function, need_weights or not: the heads use the weights the pages show
         # (its speed against F.scaled_dot_product_attention on CPU: benchmarks/README.md).
-        steps = attention_steps(q, k, v, mask=mask)
+        own = bool(p) or edit_weights is not None  # the heads attend with dropped-out or edited weights
+        steps = attention_steps(q, k, v, mask=mask, need_output=not own)
         weights = steps.weights  # (B, H, T, S)
         if edit_weights is not None:
             weights = edit_weights(weights)  # (B, H, T, S)
-        attended = F.dropout(weights, p) @ v if p or edit_weights is not None else steps.output  # (B, H, T, Dh)
+        attended = F.dropout(weights, p) @ v if own else steps.output  # (B, H, T, Dh)
         b, _, t, _ = attended.shape
         out = attended.transpose(1, 2).reshape(b, t, self.d_model)  # (B, T, D)
         return self.out_proj(out), weights if need_weights else None

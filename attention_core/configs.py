@@ -158,8 +158,10 @@ class TrainConfig:
     optimizer: str = "adamw"  # adamw | adam | sgd
     weight_decay: float = 0.01  # decoupled for adamw, L2 for the others
     embedding_lr: float = 1.0  # the word vectors' learning rate as a share of lr (lower: they drift less from GloVe)
-    lr_schedule: str = "constant"  # constant | linear | cosine: decay to 0 over the planned steps (epochs × batches)
-    warmup: float = 0.0  # share of the planned steps over which the learning rate rises from 0
+    # constant | linear | cosine: decay to 0 over the planned steps (epochs × batches), or over the time budget when
+    # it ends first (training.lr_factor)
+    lr_schedule: str = "constant"
+    warmup: float = 0.0  # share of the planned steps (or of the time budget, as above) over which the rate rises from 0
     label_smoothing: float = 0.0  # target mass spread over the other classes (less over-confident logits)
     average_epochs: float = 0.0  # > 0: evaluate and keep a moving average of the weights over about this many epochs
     patience: int | None = None  # stop when validation loss has not improved for this many epochs; None = never

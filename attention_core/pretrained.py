@@ -19,7 +19,7 @@ C classes, V vocabulary.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -175,12 +175,18 @@ class Checkpoint:
     vocab_file: Path | None  # vocab.txt, when there is one
     lowercase: bool  # the tokenizer lower-cases (uncased models); read when built from vocab.txt
 
-    def state_dict(self) -> dict[str, Tensor]:
-        """The encoder's tensors under :class:`BertClassifier`'s names (everything but the head)."""
+    def state_dict(self, only: Collection[str] | None = None) -> dict[str, Tensor]:
+        """The encoder's tensors under :class:`BertClassifier`'s names (everything but the head); ``only`` those
+        names, read alone from the file (a time-lapse needs the trained layers' starting weights, not 90 MB)."""
+        from safetensors import safe_open
         from safetensors.torch import load_file
 
-        tensors = load_file(self.folder / "model.safetensors")
-        return {ours: tensors[self.prefix + theirs] for theirs, (ours, _) in tensor_names(self.config).items()}
+        names = {ours: self.prefix + theirs for theirs, (ours, _) in tensor_names(self.config).items()}
+        if only is None:
+            tensors = load_file(self.folder / "model.safetensors")
+            return {ours: tensors[theirs] for ours, theirs in names.items()}
+        with safe_open(self.folder / "model.safetensors", framework="pt") as f:
+            return {ours: f.get_tensor(theirs) for ours, theirs in names.items() if ours in only}
 
 
 def _read_json(path: Path, folder: Path) -> dict:
@@ -495,6 +501,18 @@ class WordPieceEncoder:
         return {"tokenizer": self.tokenizer, "max_tokens": self.max_tokens, "vocab_size": self.vocab_size}
 
 
+def word_piece_lengths(texts: Sequence[str], base: str | Path = BUNDLED) -> list[int]:
+    """How many word pieces each text is to the tokenizer of the checkpoint ``base``, [CLS] and [SEP] included, before
+    any cut (the Train page's length histogram for fine-tuning).
+
+    Example:
+        >>> word_piece_lengths(["Unbelievably good!", "ok"])
+        [8, 3]
+    """
+    encoder = WordPieceEncoder.from_checkpoint(read_checkpoint(base_folder(base)))
+    return [len(e.ids) for e in encoder.wordpiece.encode_batch(list(texts))]
+
+
 def load_pretrained(
     folder_or_name: str | Path = BUNDLED, n_classes: int = 2, *, pooling: str = "mean", max_tokens: int | None = None
 ) -> tuple[BertClassifier, WordPieceEncoder]:
@@ -594,6 +612,31 @@ def load_base(cfg: ModelConfig, *, max_tokens: int | None = None, seed: int = 0)
         block.requires_grad_(False)
     model.head.requires_grad_(not cfg.freeze_head)
     return model.eval(), encoder
+
+
+def trained_parameters(cfg: ModelConfig) -> int:
+    """How many parameters fine-tuning ``cfg`` (``cfg.base`` set) trains, from its sizes alone (nothing loaded): the
+    layers above ``frozen_layers``, the head unless frozen, the embeddings unless frozen (as :func:`load_base`).
+
+    Example:
+        >>> trained_parameters(base_model_config("minilm", frozen_layers=4, freeze_embeddings=True))  # 2 layers, a head
+        3549698
+    """
+    d, f = cfg.model_dim, cfg.d_ff
+    layer = 4 * (d * d + d) + 2 * (d * f) + f + d + 2 * 2 * d  # q, k, v, out; the feed-forward's two; two norms
+    total = (cfg.n_layers - cfg.frozen_layers) * layer
+    if not cfg.freeze_head:
+        total += cfg.n_classes * d + cfg.n_classes
+    if not cfg.freeze_embeddings:
+        total += (cfg.vocab_size + cfg.max_len + 2) * d + 2 * d  # word pieces, positions, 2 token types; the norm
+    return total
+
+
+def fine_tuned_run_bytes(cfg: ModelConfig, snapshots: int) -> int:
+    """About the bytes a fine-tuned run of ``cfg`` takes on disk: its trained weights (float32) and the time-lapse's
+    snapshots of them (float16: ``snapshots`` and the kept epoch's), before a workspace's disk cap lets it start."""
+    n = trained_parameters(cfg)
+    return 4 * n + 2 * n * (snapshots + 1 if snapshots else 0)
 
 
 def base_title(base: str) -> str:

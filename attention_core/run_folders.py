@@ -235,6 +235,8 @@ def check_run_name(name: str) -> str:
         raise RunError(f"the name is {len(name)} characters long", f"use at most {MAX_NAME_LENGTH}")
     if name.startswith(".") or not re.fullmatch(r"[A-Za-z0-9._-]+", name):
         raise RunError(f"{name[:40]!r} cannot name a run", "use letters, digits, '-', '_' and '.', not starting with '.'")
+    if name == BUNDLED_CHECKPOINT:  # its links (?run=minilm) and the CLI's short name open the encoder, not a run
+        raise RunError(f"{name!r} names the bundled pretrained encoder", f"choose another name, e.g. '{name}-tuned'")
     return name
 
 
@@ -287,7 +289,8 @@ def claim_free_folder(runs_dir: Path, name: str) -> Path:
     get a folder each.
     """
     runs_dir.mkdir(parents=True, exist_ok=True)
-    base, n = safe_name(name), 1
+    base = safe_name(name)
+    n = 2 if base == BUNDLED_CHECKPOINT else 1  # that name opens the bundled pretrained encoder (check_run_name)
     while True:
         suffix = "" if n == 1 else f"-{n}"
         path = runs_dir / (base[: MAX_NAME_LENGTH - len(suffix)] + suffix)

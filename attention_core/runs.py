@@ -88,9 +88,13 @@ class Run:
         model = copy.deepcopy(self.model)
         base = None
         if self.model_config.base is not None and self.snapshots:  # what a snapshot leaves out is the base's
-            from attention_core.pretrained import load_base
+            from attention_core.pretrained import base_folder, read_checkpoint
 
-            base = load_base(self.model_config)[0].state_dict()
+            cfg = self.model_config
+            trained = {k for weights in self.snapshots.values() for k in weights}
+            left_out = trained - set(self.snapshots[min(self.snapshots)])  # epoch 0 keeps the new head alone
+            base = read_checkpoint(base_folder(cfg.base), n_classes=cfg.n_classes, pooling=cfg.pooling).state_dict(
+                only=left_out)
         out = []
         for epoch in sorted(self.snapshots):
             if base is not None:

@@ -355,7 +355,8 @@ class WorkspaceStore:
             return
         largest = ", ".join(f"'{name}' ({size / MB:.1f} MB)" for size, name in runs[:3])
         hint = f"delete runs you no longer need on the Train page, e.g. {largest}" if runs else "ask the teacher to raise the limit"
-        raise WorkspaceError(f"your workspace holds {used / MB:.1f} MB of runs, and its limit is "
+        needs = f" and this needs about {adding / MB:.1f} MB more" if adding else ""
+        raise WorkspaceError(f"your workspace holds {used / MB:.1f} MB of runs{needs}, and its limit is "
                              f"{self.cap_bytes / MB:.0f} MB", hint)
 
     # -- published runs -----------------------------------------------------------------------

@@ -31,8 +31,8 @@ Parts, each option in processes of its own (transformers is never imported besid
    milliseconds; goal ≤ 150 ms on 1 thread, the app server's count (``ui/server.py``);
 5. fine-tuning throughput — the UCI sentences (data/), max 64 word pieces, batches of 32 padded to their
    longest, AdamW (lr 2e-5), dropout on: examples/s (wall and CPU) over 4 steps after 1 warm-up (the same
-   batches for every option), on 1 and 2 threads, the whole model and with the embeddings and the lower 3
-   layers frozen;
+   batches for every option), on 1 and 2 threads, the whole model, with the embeddings and the lower 3
+   layers frozen, and with the lower 4 frozen too (the ``finetune`` preset's: its top 2 layers train);
 6. the core's tools — each run on the option's model unchanged: a head knock-out
    (``faithfulness.knock_out`` through ``edit_attention``), saliency and integrated gradients
    (``explain.token_saliency``, from ``model.embed``), rollout (``explain.attention_rollout``), flow
@@ -168,12 +168,13 @@ def python(code: str, timeout: float = 600) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def import_times(rounds: int) -> dict[str, Any]:
-    """Median wall seconds of each option's imports in a fresh process."""
-    seconds: dict[str, list[float]] = {name: [] for name in IMPORTS}
+def import_times(rounds: int, names: tuple[str, ...] = tuple(IMPORTS)) -> dict[str, Any]:
+    """Median wall seconds of each option's imports (of ``names``) in a fresh process."""
+    seconds: dict[str, list[float]] = {name: [] for name in names}
     others = OtherProcessesCpu()
     for _ in range(rounds):
-        for name, statement in IMPORTS.items():
+        for name in names:
+            statement = IMPORTS[name]
             seconds[name].append(python(f"import json, time\nt = time.perf_counter()\n{statement}\n"
                                         "print(json.dumps(time.perf_counter() - t))"))
     out: dict[str, Any] = {name: round(statistics.median(s), 3) for name, s in seconds.items()}
@@ -336,9 +337,10 @@ def frozen_parameters(model, option: str, lower: int = 3) -> list:
 
 
 def training(option: str, model, encoder, steps: int, warmup: int, batch_size: int = 32,
-             settings: tuple[tuple[int, str], ...] = ((2, "full"), (2, "frozen"), (1, "full"), (1, "frozen"))
-             ) -> dict[str, Any]:
-    """Fine-tuning examples/s (wall and CPU), AdamW, dropout on, per (threads, "full" or "frozen") setting."""
+             settings: tuple[tuple[int, str], ...] = ((2, "full"), (2, "frozen"), (2, "top2"), (1, "full"),
+                                                      (1, "frozen"), (1, "top2"))) -> dict[str, Any]:
+    """Fine-tuning examples/s (wall and CPU), AdamW, dropout on, per (threads, mode) setting: "full" the whole model,
+    "frozen" the embeddings and lower 3 layers frozen, "top2" the lower 4 too (the ``finetune`` preset's)."""
     import copy
 
     import torch
@@ -348,7 +350,8 @@ def training(option: str, model, encoder, steps: int, warmup: int, batch_size: i
     for threads, mode in settings:
         torch.set_num_threads(threads)
         m = copy.deepcopy(model).train()
-        frozen = {id(p) for p in frozen_parameters(m, option)} if mode == "frozen" else set()
+        lower = {"frozen": 3, "top2": 4}.get(mode)
+        frozen = {id(p) for p in frozen_parameters(m, option, lower)} if lower is not None else set()
         for p in m.parameters():
             p.requires_grad_(id(p) not in frozen)
         opt = torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=2e-5)
@@ -477,17 +480,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run: every part once, few calls (not figures)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the in-process parts (default 3)")
+    parser.add_argument("--only-ours", action="store_true", help="our encoder alone (its figures on a quiet machine, "
+                        "without the decision's comparison)")
     parser.add_argument("--worker", choices=OPTIONS, help=argparse.SUPPRESS)  # one round of one option's parts
     parser.add_argument("--tools", action="store_true", help=argparse.SUPPRESS)  # … with the tools
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(args.worker, args.quick, args.tools)))
         return 0
-    options = ["ours", *(OPTIONS[1:] if installed("transformers") else [])]
+    options = ["ours", *(OPTIONS[1:] if installed("transformers") and not args.only_ours else [])]
     results: dict[str, Any] = {"quick": args.quick, "options": options,
                                "transformers_installed": installed("transformers")}
     print("import time …", flush=True)
-    results["import_s"] = import_times(1 if args.quick else 5)
+    results["import_s"] = import_times(1 if args.quick else 5, ("torch", "ours") if args.only_ours else tuple(IMPORTS))
     results["installed_mb"] = {o: installed_mb(o) for o in ("ours", "transformers")}
     print("cold start …", flush=True)
     results["cold_start"] = cold_starts(options[:2], 1 if args.quick else 3)

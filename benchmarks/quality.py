@@ -4,6 +4,7 @@ Run from the repository root::
 
     python benchmarks/quality.py --tuning-dir DIR              # test splits: the figures to report
     python benchmarks/quality.py --quick                       # a smoke run: uci, 2 epochs
+    python benchmarks/quality.py --tuning-dir DIR --preset finetune --time-budget 300   # the pretrained encoder
     python benchmarks/quality.py --tuning-dir DIR --tune \\
         --config drop=dropout=0.2 --config pool=pooling=attention,dropout=0.2   # validation splits only
 
@@ -17,7 +18,8 @@ Without ``--tune`` ours is trained on the training part and both models are scor
 With ``--tune`` the training part is split again (``split(0.2, seed=1)``): both are trained on its
 80 % and scored on its 20 % (the validation split) — settings are chosen on these figures only.
 
-Ours is trained as the CLI's ``train`` trains (``preset("default", **overrides)``, ``Trainer``,
+Ours is trained as the CLI's ``train`` trains (``preset("default", **overrides)``, or ``--preset finetune``'s
+pretrained encoder, which keeps every row: it reads word pieces, not GloVe words, ``Trainer``,
 :func:`attention_core.cli.run_trainer`) with ``--time-budget 60`` by default; inside, the Trainer holds
 out its own 20 % for choosing the kept epoch, as ``train`` does. The baseline (TF-IDF word 1–2-grams,
 sublinear tf, + ``LogisticRegression(C=4)``) is trained on all of the same training rows. Both are scored
@@ -49,6 +51,7 @@ from attention_core import TextDataset, Trainer, classification_metrics, evaluat
 from attention_core.cli import run_trainer
 from attention_core.embeddings import EmbeddingSource, load_embeddings
 from attention_core.metrics import Metrics
+from attention_core.presets import get_preset
 
 ROOT = Path(__file__).resolve().parents[1]
 UCI_CSV = ROOT / "data" / "uci_sentiment_sentences.csv"
@@ -66,7 +69,7 @@ class Score:
     detail: str = ""  # ours: epochs trained, kept epoch, how the run ended
 
 
-def load_splits(name: str, tuning_dir: Path, is_known: Any) -> tuple[TextDataset, TextDataset]:
+def load_splits(name: str, tuning_dir: Path, is_known: Any = None) -> tuple[TextDataset, TextDataset]:
     """The fixed (train, test) split of a set."""
     if name == "trec":
         return (load_dataset(tuning_dir / "trec_train.csv", is_known=is_known),
@@ -88,9 +91,11 @@ def baseline(train: TextDataset, test: TextDataset) -> Score:
     return Score(m.accuracy, m.macro_f1, seconds)
 
 
-def ours(train: TextDataset, test: TextDataset, embeddings: Any, overrides: dict[str, Any]) -> Score:
-    """The ``default`` preset with ``overrides`` (e.g. ``time_budget``) trained as the CLI trains, scored on ``test``."""
-    model_cfg, train_cfg = preset("default", **overrides)
+def ours(train: TextDataset, test: TextDataset, embeddings: Any, overrides: dict[str, Any],
+         preset_name: str = "default") -> Score:
+    """The preset ``preset_name`` with ``overrides`` (e.g. ``time_budget``) trained as the CLI trains, scored on
+    ``test``. ``embeddings``: None for a preset that fine-tunes a pretrained encoder (it reads word pieces)."""
+    model_cfg, train_cfg = preset(preset_name, **overrides)
     start = time.perf_counter()
     trainer = Trainer(model_cfg, train_cfg, train, embeddings)
     run = run_trainer(trainer)
@@ -128,11 +133,11 @@ class SetResult:
 
 def compare(name: str, tuning_dir: Path | None, embeddings: Any, *, tune: bool, configs: list[tuple[str, dict]],
             seeds: list[int], time_budget: float = TIME_BUDGET_S, threads: int | None = None,
-            report: Any = print) -> SetResult:
+            report: Any = print, preset_name: str = "default") -> SetResult:
     """Train the baseline and ours (each config × seed) on one set's split; ``report`` gets a line per model."""
     if name != "uci" and tuning_dir is None:
         raise SystemExit(f"the {name} set needs --tuning-dir")
-    train, test = load_splits(name, tuning_dir or Path("."), embeddings.__contains__)
+    train, test = load_splits(name, tuning_dir or Path("."), None if embeddings is None else embeddings.__contains__)
     if tune:
         train, test = train.split(0.2, seed=TUNE_SEED)
     b = baseline(train, test)
@@ -143,7 +148,8 @@ def compare(name: str, tuning_dir: Path | None, embeddings: Any, *, tune: bool, 
     for config, overrides in configs:
         for seed in seeds:
             extra = {"num_threads": threads} if threads else {}
-            s = ours(train, test, embeddings, {"time_budget": time_budget, **overrides, "seed": seed, **extra})
+            s = ours(train, test, embeddings, {"time_budget": time_budget, **overrides, "seed": seed, **extra},
+                     preset_name)
             result.ours.setdefault(config, []).append(s)
             report(f"  {name:<5} {config + f' s{seed}':<22} {s.accuracy:6.3f} {s.macro_f1:8.3f} {s.seconds:6.1f}  "
                    f"{s.detail}  Δacc {s.accuracy - b.accuracy:+.3f} ΔF1 {s.macro_f1 - b.macro_f1:+.3f}")
@@ -159,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
                         "--tuning-dir)")
     parser.add_argument("--config", action="append", default=[], metavar="NAME=KEY=VALUE,…",
                         help="settings over the default preset (repeatable; default: the default preset as it is)")
+    parser.add_argument("--preset", default="default", help="ours: the preset to train (default: default; "
+                        "finetune: the pretrained encoder, which reads word pieces and needs no word vectors)")
     parser.add_argument("--threads", type=int, help="torch threads (default: as the CLI chooses)")
     parser.add_argument("--time-budget", type=float, default=TIME_BUDGET_S, metavar="SECONDS",
                         help="ours' training budget (default 60; a busy machine trains 5–15× slower: give it more "
@@ -167,26 +175,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", type=Path, help="append one JSON line per result to this file")
     parser.add_argument("--quick", action="store_true", help="a smoke run: uci only, 2 epochs (not figures)")
     args = parser.parse_args(argv)
-    configs = [parse_config(c) for c in args.config] or [("default", {})]
+    configs = [parse_config(c) for c in args.config] or [(args.preset, {})]
     if args.quick:
         configs = [(name, {**overrides, "epochs": 2}) for name, overrides in configs]
+        args.time_budget = min(args.time_budget, 10.0)  # the pretrained encoder's 2 epochs would take minutes
         args.sets, args.tuning_dir = "uci", None
     seeds = [int(s) for s in args.seeds.split(",")]
     sets = args.sets.split(",") if args.sets else list(SETS) if args.tuning_dir else ["uci"]
-    embeddings = load_embeddings(EmbeddingSource())
+    pretrained = get_preset(args.preset).model.base is not None
+    embeddings = None if pretrained else load_embeddings(EmbeddingSource())
     split = "validation" if args.tune else "test"
-    print(f"quality on {split} splits; ours = default preset + config, {args.time_budget:g} s budget", flush=True)
+    print(f"quality on {split} splits; ours = {args.preset} preset + config, {args.time_budget:g} s budget", flush=True)
     print(f"  {'set':<5} {'model':<22} {'acc':>6} {'macroF1':>8} {'s':>6}  detail", flush=True)
     results = []
     for name in sets:
         r = compare(name, args.tuning_dir, embeddings, tune=args.tune, configs=configs, seeds=seeds,
-                    time_budget=args.time_budget, threads=args.threads, report=lambda line: print(line, flush=True))
+                    time_budget=args.time_budget, threads=args.threads, report=lambda line: print(line, flush=True),
+                    preset_name=args.preset)
         results.append(r)
         if args.log:
             with args.log.open("a") as f:
                 for config, scores in r.ours.items():
                     for seed, s in zip(seeds, scores, strict=True):
-                        f.write(json.dumps({"split": split, "set": r.name, "config": config, "overrides":
+                        f.write(json.dumps({"split": split, "set": r.name, "preset": args.preset, "config": config,
+                                            "time_budget": args.time_budget, "overrides":
                                             dict(configs)[config], "seed": seed, "accuracy": s.accuracy,
                                             "macro_f1": s.macro_f1, "seconds": s.seconds, "detail": s.detail,
                                             "baseline_accuracy": r.baseline.accuracy,

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_core.data import detect_columns
+from attention_core.data import MAX_FILE_BYTES, detect_columns
 from attention_core.errors import InputError
-from attention_core.presets import DEFAULT
 from attention_core.pretrained import base_title
 from attention_core.training import TrainerSpec
 from ui import forms, train_views, view_link
@@ -30,7 +29,7 @@ sources = [*BUNDLED_DATA, "Upload a CSV"]
 source = st.radio("Dataset", sources, **kept("train_source", sources[0], sources))
 if source == "Upload a CSV":
     upload = st.file_uploader("CSV with a text column and a label column (UTF-8 or Latin-1; comma, semicolon or tab)",
-                              type=["csv", "tsv", "txt"], key="train_upload")
+                              type=["csv", "tsv", "txt"], key="train_upload", max_upload_size=MAX_FILE_BYTES // 2**20)
     if upload is not None:  # an upload does not survive a page switch: keep the bytes ourselves
         st.session_state["train_upload_data"] = (upload.name, upload.getvalue())
     if "train_upload_data" not in st.session_state:
@@ -40,7 +39,8 @@ if source == "Upload a CSV":
 else:
     name, data = BUNDLED_DATA[source].name, BUNDLED_DATA[source].read_bytes()
 
-base = forms.chosen_preset_base()  # a pretrained encoder to fine-tune: it reads word pieces, not word vectors
+preset_model, preset_train = forms.chosen_preset()
+base = preset_model.base  # a pretrained encoder to fine-tune: it reads word pieces, not word vectors
 vectors = train_views.word_vectors_choice(base and base_title(base))  # the file's path; None: the bundled GloVe
 
 try:
@@ -54,11 +54,12 @@ c1, c2 = st.columns(2)
 text_col = c1.selectbox("Text column", columns, **kept(f"train_text_{name}", text_guess, columns), help=text_why)
 label_col = c2.selectbox("Label column", columns, **kept(f"train_label_{name}", label_guess, columns), help=label_why)
 try:
-    dataset = build_dataset(data, name, text_col, label_col, vectors)
+    dataset = build_dataset(data, name, text_col, label_col, vectors, word_pieces=base is not None)
 except InputError as err:
     st.error(f"{err}")
     st.stop()
-train_views.data_report(dataset, table, max_tokens=DEFAULT.train.max_tokens)
+train_views.data_report(dataset, table, max_tokens=preset_train.max_tokens,
+                        piece_lengths=None if base is None else train_views.piece_lengths(dataset.texts, base))
 
 # -- 2. hyperparameters and controls ------------------------------------------------------------------
 st.header("2 · Train")

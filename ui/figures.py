@@ -417,16 +417,16 @@ def class_balance(counts: Mapping[str, int]) -> go.Figure:
 
 
 @themed
-def length_histogram(lengths: Sequence[int], *, limit: int | None = None) -> go.Figure:
-    """Rows per sentence length, the x axis fitted to the data; ``limit`` (the truncation length)
-    is a dashed line where some rows exceed it, and a note in the title where none does (a line
-    beyond the data would stretch the axis and squeeze the bars to one side)."""
+def length_histogram(lengths: Sequence[int], *, limit: int | None = None, unit: str = "tokens") -> go.Figure:
+    """Rows per sentence length in ``unit`` (tokens, or a pretrained encoder's word pieces), the x axis fitted to the
+    data; ``limit`` (the truncation length) is a dashed line where some rows exceed it, and a note in the title where
+    none does (a line beyond the data would stretch the axis and squeeze the bars to one side)."""
     n = np.asarray(lengths, dtype=int)
     longest = int(n.max()) if n.size else 1
     size = -(-(longest + 1) // 40)  # whole tokens per bar, at most ~40 bars
     fig = go.Figure(go.Histogram(x=n, marker_color="#1f77b4", xbins={"start": -0.5, "end": longest + 0.5, "size": size},
-                                 hovertemplate="%{x} tokens: %{y:,} rows<extra></extra>"))
-    title = "sentence length (tokens)"
+                                 hovertemplate="%{x} " + unit + ": %{y:,} rows<extra></extra>"))
+    title = f"sentence length ({unit})"
     if limit and longest > limit:
         cut = int((n > limit).sum())
         fig.add_vline(x=limit + 0.5, line_dash="dash", line_color="#d62728", annotation_position="top left",
@@ -434,7 +434,7 @@ def length_histogram(lengths: Sequence[int], *, limit: int | None = None) -> go.
     elif limit:
         title += f" · none over the limit, {limit}"
     fig.update_layout(height=240, margin={"l": 10, "r": 10, "t": 30, "b": 10}, title=title,
-                      xaxis={"title": "tokens", "range": [-0.5, longest + size - 0.5]}, yaxis={"title": "rows"})
+                      xaxis={"title": unit, "range": [-0.5, longest + size - 0.5]}, yaxis={"title": "rows"})
     return fig
 
 

@@ -24,11 +24,11 @@ def _keys(choice: str) -> str:
     return f"train_{PRESET_LABELS[choice]}_{'c' if choice == CUSTOM else 'p'}_"
 
 
-def chosen_preset_base() -> str | None:
-    """The pretrained checkpoint the chosen preset fine-tunes (its ``ModelConfig.base``), None for a small model's:
-    known before the form is drawn (the radio's value, kept across pages), for the choices above it."""
+def chosen_preset() -> tuple[ModelConfig, TrainConfig]:
+    """The chosen preset's settings as it defines them (before the form's changes): known before the form is drawn
+    (the radio's value, kept across pages), for the choices and the data check above it."""
     choice = state.current("train_preset", DEFAULT.label)
-    return preset(PRESET_LABELS.get(choice, DEFAULT.name))[0].base
+    return preset(PRESET_LABELS.get(choice, DEFAULT.name))
 
 
 def view_params(datasets: Sequence[str]) -> list[view_link.Param]:

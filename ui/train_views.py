@@ -16,6 +16,7 @@ from attention_core.data import read_table
 from attention_core.errors import InputError
 from attention_core.metrics import learning_verdict, run_verdict, same_labels, wilson_interval
 from attention_core.run_folders import (
+    MAX_ZIP_BYTES,
     delete_run,
     interrupted_run,
     journal_entries,
@@ -38,7 +39,7 @@ from ui.training_page import JobStatus, TrainingJob, TrainingPage, ordinal
 HOME_URL_PATH = "home"  # the url_path app.py's router gives its Home page (tests/ui/test_navigation.py follows it)
 
 
-# The browser refuses a file over the upload limit (server.maxUploadSize) itself, and Streamlit says why only
+# The browser refuses a file over the uploader's limit (max_upload_size) itself, and Streamlit says why only
 # in a tooltip of the file's chip (its text is there, visually hidden): shown here as text under the chip.
 UPLOAD_REFUSAL_CSS = """
 [data-testid='stFileChip'][aria-invalid='true'] { flex-wrap: wrap; height: auto; max-width: none; }
@@ -59,9 +60,23 @@ def parse(data: bytes, name: str):
 
 
 @st.cache_data(show_spinner="Checking the data…", max_entries=8)
-def build_dataset(data: bytes, name: str, text_col: str, label_col: str, vectors: str | None):
+def build_dataset(data: bytes, name: str, text_col: str, label_col: str, vectors: str | None,
+                  word_pieces: bool = False):
+    """The CSV as a data set; with ``word_pieces`` (a pretrained encoder to fine-tune) read as the CLI's ``train``
+    reads it then, without the word vectors: the encoder reads every word in pieces, so GloVe's unknown words do
+    not apply."""
+    if word_pieces:
+        return load_dataset(data, name=name, text_col=text_col, label_col=label_col)
     emb = embeddings(None, vectors)
     return load_dataset(data, name=name, text_col=text_col, label_col=label_col, is_known=emb.__contains__)
+
+
+@st.cache_data(show_spinner="Counting word pieces…", max_entries=8)
+def piece_lengths(texts: tuple[str, ...], base: str) -> list[int]:
+    """Each text's length in the word pieces of the checkpoint ``base`` ([CLS] and [SEP] included)."""
+    from attention_core.pretrained import word_piece_lengths
+
+    return word_piece_lengths(texts, base)
 
 
 VECTORS = ["GloVe 6B 50d (bundled: 400,000 words)", "My own word2vec / GloVe file"]
@@ -79,7 +94,7 @@ def word_vectors_choice(word_pieces_of: str | None = None) -> str | None:
              "own file must be on the computer that runs the app.")
     if word_pieces_of is not None:
         st.caption(f"Word vectors do not apply to the fine-tuning preset: {word_pieces_of} reads word pieces with "
-                   "vectors of its own. (The data check below still counts the words GloVe knows.)")
+                   "vectors of its own (the data check below counts its word pieces).")
         return None
     if choice != VECTORS[1]:
         return None
@@ -101,15 +116,23 @@ def word_vectors_choice(word_pieces_of: str | None = None) -> str | None:
     return vectors
 
 
-def data_report(dataset: TextDataset, preview: pd.DataFrame, max_tokens: int) -> None:
+def data_report(dataset: TextDataset, preview: pd.DataFrame, max_tokens: int, *,
+                piece_lengths: Sequence[int] | None = None) -> None:
+    """The data check: rows kept and dropped, classes, unknown words, the class balance and the lengths against
+    ``max_tokens``; ``piece_lengths``: the rows' lengths in a pretrained encoder's word pieces (fine-tuning), which
+    the cut counts, instead of words."""
     r = dataset.report
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Rows kept", f"{r.rows_kept:,}", help=f"of {r.rows_read:,} read")
     c2.metric("Rows dropped", f"{sum(r.dropped.values()):,}",
               help=", ".join(f"{k}: {v}" for k, v in r.dropped.items()) or "none")
     c3.metric("Classes", len(r.class_counts))
-    c4.metric("Unknown words", f"{r.unknown_rate:.1%}" if r.unknown_rate is not None else "–",
-              help="share of tokens the word vectors do not know")
+    if piece_lengths is None:
+        c4.metric("Unknown words", f"{r.unknown_rate:.1%}" if r.unknown_rate is not None else "–",
+                  help="share of tokens the word vectors do not know")
+    else:
+        c4.metric("Unknown words", "–", help="the pretrained encoder reads words in pieces of its own vocabulary: a "
+                  "word it has never seen whole is read in pieces, not lost")
     for reason, count in r.dropped.items():
         st.caption(f"Dropped {count:,} row(s): {reason}.")
     for warning in r.warnings:
@@ -117,8 +140,10 @@ def data_report(dataset: TextDataset, preview: pd.DataFrame, max_tokens: int) ->
     a, b = st.columns(2)
     a.plotly_chart(figures.class_balance(r.class_counts), key="train_balance",
                    config=chart_downloads.config("Class balance", model=r.source))
-    b.plotly_chart(figures.length_histogram(r.token_lengths, limit=max_tokens), key="train_lengths",
-                   config=chart_downloads.config("Sentence lengths", model=r.source))
+    unit = "tokens" if piece_lengths is None else "word pieces"
+    b.plotly_chart(figures.length_histogram(r.token_lengths if piece_lengths is None else piece_lengths,
+                                            limit=max_tokens, unit=unit), key="train_lengths",
+                   config=chart_downloads.config("Sentence lengths", model=r.source, detail=unit))
     with st.expander(f"Preview ({r.source}: {r.encoding}, delimiter {r.delimiter!r})"):
         st.dataframe(preview.head(50), hide_index=True)
 
@@ -487,7 +512,10 @@ def runs_manager(runs_dir: Path) -> None:
         st.caption("Your runs are saved in your private workspace on this server: your link opens them again.")
     else:
         st.caption(f"Runs are saved in `{runs_dir}` (set `ATTENTION_PLAYGROUND_RUNS` to change it).")
-    upload = st.file_uploader("Upload a run (.zip from 'Download run')", type=["zip"], key="train_run_upload")
+    # A run's own limit, not the CSVs' 25 MB: a fine-tuned encoder's run zips to ~27 MB (.streamlit/config.toml's
+    # server.maxUploadSize, which the server enforces for every upload, is this one)
+    upload = st.file_uploader("Upload a run (.zip from 'Download run')", type=["zip"], key="train_run_upload",
+                              max_upload_size=MAX_ZIP_BYTES // 2**20)
     outcome = st.session_state.get("train_run_uploaded")  # (file_id, kind, text): handled once, whatever the outcome
     if upload is not None and (outcome is None or outcome[0] != upload.file_id):
         wanted = safe_name(Path(upload.name).stem)

@@ -86,8 +86,8 @@ class TrainingPage:
         of several "<its title> cannot start: …", ``titles`` by name); nothing is started then.
         """
         try:
-            if keep:
-                common.check_room()  # a workspace at its disk limit says what to delete, before anything is trained
+            if keep:  # a workspace at its disk limit says what to delete, before anything is trained
+                common.check_room(_expected_bytes([spec for _, spec in trainings]))
             capped, notes = [], []
             for name, spec in trainings:
                 try:
@@ -164,3 +164,12 @@ def training_page(script: str, icon: str, *, job_key: str) -> TrainingPage:
     page = TrainingPage(job_key, entry.url_path)
     _ = page.job  # a reload: the workspace's job, kept alive from now on even if the page stops early
     return page
+
+
+def _expected_bytes(specs: Sequence[TrainerSpec]) -> int:
+    """The room the runs of ``specs`` will take that matters to a workspace's disk cap: a fine-tuned encoder's
+    (tens of MB: its trained layers and their snapshots); the small model's (~1 MB) are not counted, as before."""
+    from attention_core.pretrained import fine_tuned_run_bytes  # torch: never before the first page
+
+    return sum(fine_tuned_run_bytes(spec.model_config, spec.train_config.snapshots) for spec in specs
+               if spec.model_config.base is not None)

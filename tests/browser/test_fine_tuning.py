@@ -56,3 +56,31 @@ def test_pick_the_pretrained_encoder_on_home_fine_tune_it_and_inspect_the_run(se
         main.get_by_text("6 avg").first.wait_for()  # the 6 × 12 grid and its head averages
         assert not main.get_by_text("classifier head is untrained").count()
         shot(page, "fine_tuned_inspect")
+
+
+def test_a_fine_tuned_run_over_the_csv_upload_limit_uploads_as_a_run(tmp_path):
+    """A fine-tuned encoder's run zips to more than the 25 MB a CSV may have (server.maxUploadSize): its two layers'
+    weights and their snapshots. The run uploader has the run archive's own limit (run_folders.MAX_ZIP_BYTES); with
+    the CSVs' limit the browser refused the file the app had just offered to download."""
+    from attention_core import Trainer, dataset_from_lists, save_run
+    from attention_core.data import MAX_FILE_BYTES
+    from attention_core.presets import preset
+    from attention_core.run_folders import run_to_zip
+    from tests.helpers.browser import app_server, browser_page
+
+    model_cfg, train_cfg = preset("finetune", epochs=2, max_tokens=16, batch_size=12)
+    texts, labels = ["a great phone", "an awful phone", "great value", "awful value"] * 6, ["pos", "neg"] * 12
+    run = Trainer(model_cfg, train_cfg, dataset_from_lists(texts, labels), None).run()
+    archive = tmp_path / "tuned.zip"
+    archive.write_bytes(run_to_zip(save_run(run, tmp_path / "made" / "tuned")))
+    assert archive.stat().st_size > MAX_FILE_BYTES  # what made it a bug
+    with app_server(tmp_path / "runs", env={"ATTENTION_PLAYGROUND_CACHE": str(tmp_path / "cache")}) as url, \
+            browser_page() as page:
+        page.set_default_timeout(120_000)
+        page.goto(f"{url}/Train")
+        main = page.get_by_test_id("stMain")
+        main.get_by_text("Upload a run (.zip from 'Download run')").wait_for()
+        page.locator("[data-testid=stFileUploaderDropzoneInput][accept*='.zip']").set_input_files(str(archive))
+        main.get_by_text("Uploaded run 'tuned'.").wait_for()
+        assert main.get_by_test_id("stFileChip").locator("[role=alert]").count() == 0  # no refusal on its chip
+    assert (tmp_path / "runs" / "tuned" / "model.safetensors").is_file()

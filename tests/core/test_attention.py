@@ -481,3 +481,32 @@ def test_cross_attention_with_separate_value_tensor() -> None:
     mha = MultiHeadAttention(8, 2, kdim=6, vdim=7)
     out, w = mha(torch.randn(1, 3, 8), torch.randn(1, 4, 6), value=torch.randn(1, 4, 7))
     assert out.shape == (1, 3, 8) and w.shape == (1, 2, 3, 4)
+
+
+def test_heads_that_attend_with_dropped_out_or_edited_weights_skip_the_product_they_would_throw_away(monkeypatch):
+    """Training with dropout (the fine-tuned encoder's 0.1) computed weights @ v twice: once in attention_steps, once
+    with the dropped-out weights. Now attention_steps is asked for no output then, and the heads' numbers are the same."""
+    from attention_core import attention
+
+    asked: list[bool] = []
+    real = attention.attention_steps
+
+    def recording(*args, **kwargs):
+        asked.append(kwargs.get("need_output", True))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(attention, "attention_steps", recording)
+    torch.manual_seed(0)
+    mha = attention.MultiHeadAttention(8, 2, dropout=0.5)
+    x = torch.randn(3, 5, 8)
+    mha.eval()
+    mha(x)
+    mha.train()
+    torch.manual_seed(1)
+    out, w = mha(x)
+    assert asked == [True, False]
+    q, k, v = (mha._split(proj(x)) for proj in (mha.q_proj, mha.k_proj, mha.v_proj))
+    torch.manual_seed(1)
+    expected = (torch.nn.functional.dropout(w, 0.5) @ v).transpose(1, 2).reshape(3, 5, 8)
+    assert torch.allclose(out, mha.out_proj(expected), atol=1e-6)
+    assert real(q, k, v, need_output=False).output.numel() == 0

@@ -402,6 +402,21 @@ def test_the_default_thread_count_is_chosen_while_training_and_threads_n_fixes_i
 
 
 
+def test_fine_tuning_follows_the_free_cores_without_the_tuners_trials(tmp_path, monkeypatch):
+    """A fine-tuning step takes ~0.2–1 s and varies 5× with its batch's length: the tuner's 0.3 s trials timed one
+    step against another. Without --threads, train --preset finetune follows the free cores, read every step."""
+    from attention_core import cli as cli_module
+    from attention_core import threads
+
+    reads: list[str] = []
+    monkeypatch.setattr(threads, "FollowFreeCores", lambda *a, **k: lambda: reads.append("read") or 1)
+    monkeypatch.setattr(threads, "auto_threads", lambda *a, **k: pytest.fail("the tuner's trials for a fine-tuning"))
+    monkeypatch.chdir(ROOT)
+    assert cli_module.main(["train", "data/small.csv", "--preset", "finetune", "--epochs", "1", "--batch-size", "16",
+                            "--quiet", "--out", str(tmp_path / "tuned")]) == 0
+    assert len(reads) >= 3  # before the first step, then at every step (39 rows less the held-out: 2 or more)
+
+
 def test_the_faithfulness_commands_follow_the_free_cores_unless_threads_n_fixes_them(trained, monkeypatch):
     """One torch thread made the report 1.5× slower on a quiet 2-core machine, two collapse beside a busy
     neighbour: without --threads, explain and faithfulness follow the cores other processes leave free

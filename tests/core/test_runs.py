@@ -568,3 +568,19 @@ def test_save_run_and_prepare_destination_follow_one_rule_of_what_may_be_replace
         if refused:
             save_message = errors[1]
             assert errors[0].startswith(save_message) and save_message.startswith(f"{path} "), name
+
+
+def test_minilm_never_names_a_run_its_links_and_the_cli_open_the_pretrained_encoder(tmp_path):
+    """?run=minilm and the CLI's `predict minilm …` open the bundled pretrained encoder: a run of that name would be
+    shadowed by it, so none gets it (a training or an upload takes minilm-2, a rename to it is refused)."""
+    from attention_core.run_folders import check_run_name, claim_free_folder, rename_run
+
+    with pytest.raises(RunError, match="names the bundled pretrained encoder"):
+        check_run_name("minilm")
+    assert check_run_name("minilm-tuned") == "minilm-tuned"
+    assert claim_free_folder(tmp_path, "minilm").name == "minilm-2"
+    run = claim_free_folder(tmp_path, "mine")
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "default_run", run, dirs_exist_ok=True)
+    with pytest.raises(RunError, match="names the bundled pretrained encoder"):
+        rename_run(tmp_path, "mine", "minilm")
+    assert run.is_dir() and not (tmp_path / "minilm").exists()

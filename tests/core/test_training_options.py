@@ -126,6 +126,31 @@ def test_the_schedule_sets_the_optimizers_learning_rate(ds, emb):
     assert rates == pytest.approx([0.01 * (1 - s / steps) for s in range(1, 7)])
 
 
+def test_with_a_time_budget_the_schedule_runs_on_whichever_ends_first(ds, emb):
+    """A budget that stops the run long before its planned steps: the rate follows the budget's share spent (the
+    training clock's), so it has warmed up early and decayed by the stop, instead of warming up for most of the run."""
+    spent = [0.0]
+    f = lr_factor("linear", 0.1, 1000, budget=60.0, clock=lambda: spent[0])
+    assert f(0) == lr_factor("linear", 0.1, 1000)(0)  # no time spent: the steps' schedule
+    spent[0] = 6.0
+    assert f(5) == pytest.approx(1.0, abs=0.01)  # a tenth of the budget: warmed up, at step 5 of the planned 100
+    spent[0] = 60.0
+    assert f(50) == 0.0  # the budget spent: decayed
+    tc = TrainConfig(epochs=4, batch_size=6, lr=0.01, val_fraction=0.0, lr_schedule="linear", time_budget=1e-9)
+    trainer = Trainer(NEW_OPTIONS, tc, ds, emb)
+    step = trainer._make_step(None, _clock_at(1.0))  # the training clock past the budget
+    step([0, 1, 2])
+    assert step.optimizer.param_groups[0]["lr"] == 0.0
+
+
+def _clock_at(seconds: float):
+    from attention_core.training import _TrainingClock
+
+    clock = _TrainingClock()
+    clock.now = lambda: seconds  # type: ignore[method-assign]
+    return clock
+
+
 def test_embedding_lr_scales_only_the_word_vectors_learning_rate(ds, emb):
     tc = TrainConfig(epochs=2, batch_size=6, lr=0.01, val_fraction=0.0, embedding_lr=0.1, lr_schedule="linear")
     trainer = Trainer(NEW_OPTIONS, tc, ds, emb)
@@ -239,8 +264,8 @@ def test_balanced_sampling_shows_the_rare_class_as_often_as_the_common_one(emb):
         trainer = Trainer(NEW_OPTIONS, TrainConfig(epochs=2, batch_size=4, val_fraction=0.0, sampling=sampling), data, emb)
         make_step, counts = trainer._make_step, Counter()
 
-        def counting(weight):
-            step = make_step(weight)
+        def counting(weight, clock=None):
+            step = make_step(weight, clock)
 
             def call(rows):
                 counts.update(trainer.label_names[trainer._train[1][r]] for r in rows)

@@ -164,6 +164,48 @@ def test_the_fine_tuning_form_shows_what_trains_and_maps_its_layers_to_frozen_la
     assert not at.radio(key="train_vectors").disabled and "train_default_p_layers" in {w.key for w in at.number_input}
 
 
+def test_the_data_check_for_fine_tuning_counts_word_pieces_not_the_words_glove_lacks(runs_dir):
+    """The encoder reads every word in word pieces (as the CLI's train --preset finetune reads the data, without
+    GloVe): no share of unknown words from GloVe, and the lengths are word pieces against the preset's cut."""
+    from attention_core.pretrained import word_piece_lengths
+
+    csv = "text,label\n" + "a great phone,pos\nan awful phone,neg\n" * 10 + "zxqvbn wqzzt,pos\n"
+    at = AppTest.from_file(str(ROOT / "pages/1_Train.py"), default_timeout=240).run()
+    at.radio(key="train_source").set_value("Upload a CSV").run()
+    at.file_uploader(key="train_upload").upload("odd.csv", csv.encode(), "text/csv").run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Unknown words"] == "3.2%"  # 2 of GloVe's 62 tokens: the row of words it lacks
+    assert "sentence length (tokens)" in chart(at, "train_lengths")["layout"]["title"]["text"]
+    at.radio(key="train_preset").set_value(FINETUNE.label).run()
+    assert not at.exception, at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Rows kept"] == "21" and metrics["Unknown words"] == "–"
+    lengths = chart(at, "train_lengths")
+    assert "word pieces" in lengths["layout"]["title"]["text"]
+    assert sorted(array(lengths["data"][0]["x"]).astype(int).tolist()) == sorted(
+        word_piece_lengths(["a great phone", "an awful phone"] * 10 + ["zxqvbn wqzzt"]))
+
+
+def test_fine_tuning_that_would_pass_the_disk_limit_is_refused_before_it_starts(runs_dir, monkeypatch):
+    """A fine-tuned run takes tens of MB (its trained layers and their snapshots), not the small model's ~1 MB: the
+    workspace's disk limit is checked against what it will take, before anything is trained."""
+    from attention_core.pretrained import fine_tuned_run_bytes
+
+    model_cfg, train_cfg = preset("finetune")
+    assert 20e6 < fine_tuned_run_bytes(model_cfg, train_cfg.snapshots) < 60e6  # 2 layers: 14 MB and 4 snapshots
+    monkeypatch.setenv("ATTENTION_PLAYGROUND_WORKSPACE_MB", "10")
+    at = AppTest.from_file(str(ROOT / "pages/1_Train.py"), default_timeout=240).run()
+    at.radio(key="train_preset").set_value(FINETUNE.label).run()
+    at.button[0].click().run()  # the form's Start
+    assert not at.exception, at.exception
+    assert page_job(at) is None
+    message = next(e.value for e in at.error if e.value.startswith("Cannot start"))
+    assert "needs about" in message and "its limit is 10 MB" in message, message
+    from attention_core.run_folders import list_runs
+
+    assert not runs_dir.exists() or list_runs(runs_dir) == []  # nothing trained, nothing saved
+
+
 def test_fine_tuning_on_the_uci_sentences_trains_saves_zips_and_opens_on_inspect(runs_dir):
     """One epoch within a time budget: the results, the runs list naming its base, a zip without the checkpoint
     that uploads back, the run in Inspect's picker."""

@@ -37,7 +37,10 @@ def test_the_app_latency_benchmark_runs_quick():
     assert len(figures["cold_start_seconds"]) == 2  # one start with the sentence typed at a person's pace, one at once
     assert figures["first_typed_sentence_s"][0] > 0 and figures["warm_sentence_to_heatmap_ms_median"] > 0
     assert set(figures["goals_met"]) == {"first heatmap after `streamlit run` (median)",
-                                         "first typed sentence, person's pace (median)", "warm sentence → heatmap (median)"}
+                                         "first typed sentence, person's pace (median)", "warm sentence → heatmap (median)",
+                                         "pick the pretrained encoder, warm server: maps (first pick, loads it)",
+                                         "pick the pretrained encoder again (loaded; median)"}
+    assert figures["pretrained_pick_first_s"] > 0 and figures["pretrained_pick_loaded_s_median"] > 0
 
 
 def test_the_classroom_benchmark_runs_quick():
@@ -49,6 +52,13 @@ def test_the_quality_benchmark_runs_quick():
     figures = run_benchmark("benchmarks/quality.py", "--quick")
     assert figures["quick"] is True and set(figures["sets"]) == {"uci"}
     assert 0.5 < figures["sets"]["uci"]["tfidf_lr"]["accuracy"] <= 1 and len(figures["sets"]["uci"]["default"]) == 1
+
+
+def test_the_quality_benchmark_runs_quick_on_the_pretrained_encoder():
+    """--preset finetune: the encoder reads word pieces, so no GloVe is loaded and every row is kept."""
+    figures = run_benchmark("benchmarks/quality.py", "--quick", "--preset", "finetune")
+    (score,) = figures["sets"]["uci"]["finetune"]
+    assert 0 < score["accuracy"] <= 1 and score["seconds"] < 120
 
 
 def test_the_pretrained_encoder_benchmark_runs_quick():

@@ -88,3 +88,25 @@ def test_a_time_budget_that_cuts_an_epoch_short_says_where_not_all_epochs(tmp_pa
                       run_path=tmp_path / "tuned", done=True)
     assert ending(whole, TrainConfig(epochs=3, time_budget=8)).startswith(
         "Training reached its time budget of 8 s after 2 of 3 epochs.")
+
+
+def test_every_uploader_sets_its_own_limit_and_the_servers_is_the_largest_of_them():
+    """The server refuses any upload over .streamlit/config.toml's server.maxUploadSize, whatever the uploader says:
+    at 25 MB (the CSVs') a fine-tuned encoder's run zip (~27 MB) came back 413 after the app offered it for download.
+    So the server's limit is the run zip's (run_folders.MAX_ZIP_BYTES) and each uploader passes its own."""
+    import ast
+    import tomllib
+
+    from attention_core.data import MAX_FILE_BYTES
+    from attention_core.run_folders import MAX_ZIP_BYTES
+
+    root = Path(__file__).resolve().parents[2]
+    limits = {}
+    for path in sorted([*(root / "pages").glob("*.py"), *(root / "ui").glob("*.py"), root / "app.py"]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "file_uploader":
+                keywords = {k.arg: ast.unparse(k.value) for k in node.keywords}
+                limits[keywords.get("key")] = keywords.get("max_upload_size")
+    assert limits == {"'train_upload'": "MAX_FILE_BYTES // 2 ** 20", "'train_run_upload'": "MAX_ZIP_BYTES // 2 ** 20"}
+    server = tomllib.loads((root / ".streamlit" / "config.toml").read_text())["server"]["maxUploadSize"]
+    assert server == MAX_ZIP_BYTES // 2**20 > MAX_FILE_BYTES // 2**20
