@@ -124,7 +124,8 @@ def _small_model_fields(model: ModelConfig, train: TrainConfig, k: Callable[...,
         c2.number_input("Label smoothing", 0.0, 0.45, step=0.05, **k("smooth", train.label_smoothing),
                         disabled=not custom)
         c3.selectbox("Learning-rate schedule", LR_SCHEDULES, **k("sched", train.lr_schedule, LR_SCHEDULES),
-                     disabled=not custom, help="linear / cosine: decay to 0 over the planned epochs")
+                     disabled=not custom,
+                     help="linear / cosine: decay to 0 over the planned epochs, or over the time budget when it ends first")
         c4.number_input("Patience (epochs, 0 = none)", 0, 1000, **k("patience", train.patience or 0), disabled=not custom,
                         help="Stop when the validation loss has not improved for this many epochs.")
         c1, c2, c3, c4 = st.columns(4)
