@@ -34,9 +34,10 @@ Measured in one run, against a real ``streamlit run app.py`` driven by headless 
    ``--four-runs`` times (3 by default), each on a fresh server; then the same four trainings
    with their tabs closed;
 7. the pretrained encoder (issue 28) — on a warm server (the bundled model's heatmap and a typed sentence drawn),
-   all-MiniLM-L6-v2 picked in Home's model picker until a heatmap shows its word pieces; the first pick loads it,
-   the later ones (the bundled model picked back in between) find it loaded. Also in ``--only cold_start`` and
-   ``--quick``.
+   all-MiniLM-L6-v2 picked in Home's model picker until a heatmap shows its word pieces; the server loads it behind
+   the first page, after the bundled model (``ui/preview.py``), so the first pick finds it loaded unless it comes
+   within a few seconds of the start; the later picks (the bundled model picked back in between) show the redraw
+   alone. Also in ``--only cold_start`` and ``--quick``.
 
 The browser runs without root's right to raise its own threads' priority (see
 ``tests.helpers.browser.chromium_executable``), as a learner's browser would.
@@ -182,8 +183,7 @@ def pick_pretrained(pw, runs: Path, repeats: int = 3) -> list[float]:
     """Issue 28's "picking the pretrained encoder on a warm server shows its maps": on a server that has drawn the
     bundled model's first heatmap and a typed sentence, seconds from choosing all-MiniLM-L6-v2 in Home's model
     picker until a heatmap shows its word pieces ([SEP] among the rows); then the bundled model is picked back
-    (until no heatmap has a [SEP] row) and the encoder again, ``repeats`` times. The first pick loads the encoder
-    (once per server); the later ones find it loaded."""
+    (until no heatmap has a [SEP] row) and the encoder again, ``repeats`` times."""
     from ui.preview import BUNDLED_NAME, PRETRAINED_NAME
 
     browser = launch_browser(pw)
@@ -455,10 +455,10 @@ def main() -> None:
                 print(f"{key:48} this {results[key]!s:>8}   {other['commit']} {other[key]!s:>8}   "
                       f"ratio {results[key] / other[key]:.2f}")
         picks = pick_pretrained(pw, runs / "pretrained", repeats=2 if args.quick else 4)
-        results["pretrained_pick_first_s"] = round(picks[0], 3)  # the encoder loaded by this pick
+        results["pretrained_pick_first_s"] = round(picks[0], 3)  # (the server loads it behind the first page)
         results["pretrained_pick_loaded_s_median"] = round(statistics.median(picks[1:]), 3)
         cold_goals += [
-            ("pick the pretrained encoder, warm server: maps (first pick, loads it)", results["pretrained_pick_first_s"],
+            ("pick the pretrained encoder, warm server: maps (first pick)", results["pretrained_pick_first_s"],
              "≤ 1 s", results["pretrained_pick_first_s"] <= 1.0),
             ("pick the pretrained encoder again (loaded; median)", results["pretrained_pick_loaded_s_median"], "≤ 1 s",
              results["pretrained_pick_loaded_s_median"] <= 1.0),
