@@ -506,8 +506,8 @@ def word_piece_lengths(texts: Sequence[str], base: str | Path = BUNDLED) -> list
     any cut (the Train page's length histogram for fine-tuning).
 
     Example:
-        >>> word_piece_lengths(["Unbelievably good!", "ok"])
-        [8, 3]
+        >>> word_piece_lengths(["Unbelievably good!", "ok"])  # [CLS] un ##bel ##ie ##va ##bly good ! [SEP]
+        [9, 3]
     """
     encoder = WordPieceEncoder.from_checkpoint(read_checkpoint(base_folder(base)))
     return [len(e.ids) for e in encoder.wordpiece.encode_batch(list(texts))]
