@@ -19,6 +19,7 @@ C classes, V vocabulary.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -179,14 +180,10 @@ class Checkpoint:
         """The encoder's tensors under :class:`BertClassifier`'s names (everything but the head); ``only`` those
         names, read alone from the file (a time-lapse needs the trained layers' starting weights, not 90 MB)."""
         from safetensors import safe_open
-        from safetensors.torch import load_file
 
-        names = {ours: self.prefix + theirs for theirs, (ours, _) in tensor_names(self.config).items()}
-        if only is None:
-            tensors = load_file(self.folder / "model.safetensors")
-            return {ours: tensors[theirs] for ours, theirs in names.items()}
         with safe_open(self.folder / "model.safetensors", framework="pt") as f:
-            return {ours: f.get_tensor(theirs) for ours, theirs in names.items() if ours in only}
+            return {ours: f.get_tensor(self.prefix + theirs) for theirs, (ours, _) in tensor_names(self.config).items()
+                    if only is None or ours in only}
 
 
 def _read_json(path: Path, folder: Path) -> dict:
@@ -622,14 +619,12 @@ def trained_parameters(cfg: ModelConfig) -> int:
         >>> trained_parameters(base_model_config("minilm", frozen_layers=4, freeze_embeddings=True))  # 2 layers, a head
         3549698
     """
-    d, f = cfg.model_dim, cfg.d_ff
-    layer = 4 * (d * d + d) + 2 * (d * f) + f + d + 2 * 2 * d  # q, k, v, out; the feed-forward's two; two norms
-    total = (cfg.n_layers - cfg.frozen_layers) * layer
-    if not cfg.freeze_head:
-        total += cfg.n_classes * d + cfg.n_classes
-    if not cfg.freeze_embeddings:
-        total += (cfg.vocab_size + cfg.max_len + 2) * d + 2 * d  # word pieces, positions, 2 token types; the norm
-    return total
+    bert = BertConfig(n_layers=cfg.n_layers, n_heads=cfg.n_heads, hidden=cfg.model_dim, intermediate=cfg.d_ff,
+                      max_positions=cfg.max_len, vocab_size=cfg.vocab_size, n_classes=cfg.n_classes)
+    frozen = tuple(f"blocks.{i}." for i in range(cfg.frozen_layers))
+    total = sum(math.prod(shape) for ours, shape in tensor_names(bert).values()
+                if not ours.startswith(frozen) and not (cfg.freeze_embeddings and not ours.startswith("blocks.")))
+    return total + (0 if cfg.freeze_head else cfg.n_classes * cfg.model_dim + cfg.n_classes)
 
 
 def fine_tuned_run_bytes(cfg: ModelConfig, snapshots: int) -> int:

@@ -145,3 +145,16 @@ def test_zipping_renaming_and_deleting_a_run_never_touch_its_base_folder_or_the_
     delete_run(runs, "ft-copy")
     assert sorted(p.name for p in runs.iterdir()) == ["readme.txt"] and (runs / "readme.txt").read_text() == "keep"
     assert sorted(p.name for p in base.iterdir()) == before and (base / "NOTES.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize(("frozen_layers", "freeze_embeddings", "freeze_head"),
+                         [(4, True, False), (0, False, False), (3, True, True), (6, True, False)])
+def test_the_disk_caps_count_of_trained_parameters_is_the_models(frozen_layers, freeze_embeddings, freeze_head):
+    """pretrained.trained_parameters (a fine-tuning's room, before it starts) reads the sizes from tensor_names, the
+    one list of the checkpoint's tensors: it equals what load_base leaves trainable."""
+    from attention_core.pretrained import trained_parameters
+
+    cfg = replace(preset("finetune")[0], frozen_layers=frozen_layers, freeze_embeddings=freeze_embeddings,
+                  freeze_head=freeze_head)
+    model, _ = load_base(cfg)
+    assert trained_parameters(cfg) == sum(p.numel() for p in model.parameters() if p.requires_grad)
