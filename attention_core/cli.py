@@ -22,6 +22,9 @@ from attention_core.errors import ConfigError, InputError, RunError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from attention_core.configs import ModelConfig, TrainConfig
+    from attention_core.data import TextDataset
+    from attention_core.embeddings import Embeddings
     from attention_core.runs import Prediction, Run
     from attention_core.training import EpochRecord, Trainer
     from attention_core.workspaces import Workspace, WorkspaceStore
@@ -43,6 +46,7 @@ def program_name(argv0: str | None = None) -> str:
 def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     p = _Parser(prog=prog or program_name(), description="Train, run and evaluate small attention classifiers.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p.commands = sub  # for main's extend
 
     t = sub.add_parser("train", help="train a model on a CSV and save the run")
     t.add_argument("csv", help="CSV with a text column and a label column")
@@ -158,7 +162,7 @@ def _run_dir(args: argparse.Namespace) -> str | Path:
     return store.find_run(workspace, args.run)
 
 
-def _device(name: str) -> str:
+def check_device(name: str) -> str:
     import torch
 
     if name == "cpu":
@@ -170,7 +174,9 @@ def _device(name: str) -> str:
     raise ConfigError(f"--device {name!r} is not known", "use cpu or cuda")
 
 
-def _train(args: argparse.Namespace) -> dict:
+def train_command(args: argparse.Namespace, into: Callable[[argparse.Namespace, Path], dict] | None = None) -> dict:
+    """``train``: check where the run goes (before any work), then train into it (``into``: this process, or what a
+    program built on this one does instead, e.g. ``runner.cli``'s worker on a shared queue)."""
     from attention_core.run_folders import is_run_folder, prepare_destination
 
     out = args.out
@@ -185,21 +191,18 @@ def _train(args: argparse.Namespace) -> dict:
         store.check_space(workspace)  # its disk limit ($ATTENTION_PLAYGROUND_WORKSPACE_MB), as in the app
     destination = prepare_destination(out, overwrite=args.overwrite)  # before any work: nothing to lose yet
     try:
-        return _train_into(args, destination.path)
+        return (into or _train_into)(args, destination.path)
     except BaseException:
         destination.release()
         raise
 
 
-def _train_into(args: argparse.Namespace, out: Path) -> dict:
-    from tqdm import tqdm
-
+def training_parts(args: argparse.Namespace) -> tuple[ModelConfig, TrainConfig, TextDataset, Embeddings | None]:
+    """What ``train``'s options ask for: the configs (the preset's, with the options over them), the data set and
+    the word vectors (None for a pretrained encoder). Prints the data set's summary to stderr."""
     from attention_core.data import load_dataset
     from attention_core.embeddings import EmbeddingSource, load_embeddings
-    from attention_core.metrics import run_verdict, verdict_fields
     from attention_core.presets import get_preset, preset
-    from attention_core.runs import save_new_run, save_run
-    from attention_core.training import Trainer
 
     names = ("epochs", "n_layers", "n_heads", "lr", "batch_size", "seed", "val_fraction", "time_budget", "vocab_limit",
              "num_threads")
@@ -214,7 +217,6 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
             raise ConfigError(f"{', '.join(given)} do(es) not apply to the pretrained encoder of --preset {args.preset}",
                               "its sizes and vocabulary are the checkpoint's: leave them out")
     model_cfg, train_cfg = preset(args.preset, **overrides)
-    device = _device(args.device)
     if pretrained:
         embeddings = None
         dataset = load_dataset(args.csv, text_col=args.text_col, label_col=args.label_col)
@@ -228,7 +230,17 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
         dataset = load_dataset(args.csv, text_col=args.text_col, label_col=args.label_col,
                                is_known=embeddings.__contains__)
     print(dataset.report.summary(), file=sys.stderr)
-    trainer = Trainer(model_cfg, train_cfg, dataset, embeddings, device=device)
+    return model_cfg, train_cfg, dataset, embeddings
+
+
+def _train_into(args: argparse.Namespace, out: Path) -> dict:
+    from tqdm import tqdm
+
+    from attention_core.runs import save_new_run, save_run
+    from attention_core.training import Trainer
+
+    model_cfg, train_cfg, dataset, embeddings = training_parts(args)
+    trainer = Trainer(model_cfg, train_cfg, dataset, embeddings, device=check_device(args.device))
 
     def interrupt(signum: int, frame: object) -> None:  # Ctrl-C: stop cleanly and save what was learned
         print("\nstopping after this step (Ctrl-C again to abort)…", file=sys.stderr)
@@ -252,6 +264,13 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
     except RunError as err:  # something was put into the folder while training: keep the run beside it
         out = save_new_run(run, out.parent, out.name)
         print(f"{err.message}: the run was saved to {out} instead", file=sys.stderr)
+    return trained_summary(run, out)
+
+
+def trained_summary(run: Run, out: Path) -> dict:
+    """``train``'s JSON for ``run``, saved at ``out``; its message and verdict go to stderr."""
+    from attention_core.metrics import run_verdict, verdict_fields
+
     if run.history.message:
         print(run.history.message, file=sys.stderr)
     verdict = run_verdict(run.history, run.label_names)
@@ -447,11 +466,19 @@ def _glue_workspace(argv: list[str]) -> list[str]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(_glue_workspace(sys.argv[1:] if argv is None else argv))
+def main(argv: list[str] | None = None, *,
+         extend: Callable[[argparse.ArgumentParser, dict[str, Callable[[argparse.Namespace], dict]]], None] | None = None
+         ) -> int:
+    """Run the command line. ``extend(parser, commands)``: what a program built on this one adds before the arguments
+    are read (``runner.cli``: the ``worker`` command, ``train --broker``); ``parser.commands`` is its subcommands'
+    action (``.choices["train"]``: the train command's parser), ``commands`` maps a command's name to its function."""
+    parser = _parser()
+    commands = {"train": train_command, "predict": _predict, "evaluate": _evaluate, "explain": _explain,
+                "faithfulness": _faithfulness}
+    if extend is not None:
+        extend(parser, commands)
+    args = parser.parse_args(_glue_workspace(sys.argv[1:] if argv is None else argv))
     try:
-        commands = {"train": _train, "predict": _predict, "evaluate": _evaluate, "explain": _explain,
-                    "faithfulness": _faithfulness}
         result = commands[args.command](args)
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)

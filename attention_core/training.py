@@ -160,8 +160,8 @@ class TrainerSpec:
         """Raise the errors :meth:`build` would for the settings and the text (see :func:`check_settings`)."""
         check_settings(self.model_config, self.train_config, self.dataset, self.embeddings)
 
-    def build(self) -> Trainer:
-        return Trainer(self.model_config, self.train_config, self.dataset, self.embeddings)
+    def build(self, device: str = "cpu") -> Trainer:
+        return Trainer(self.model_config, self.train_config, self.dataset, self.embeddings, device=device)
 
 
 def lr_factor(schedule: str, warmup: float, steps: int, *, budget: float | None = None,

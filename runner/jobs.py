@@ -60,7 +60,9 @@ from runner.protocol import (
     Idle,
     JobRequest,
     ProbeRecorded,
+    Queued,
     Report,
+    Restarted,
     Started,
     Stepped,
     TrainingBackend,
@@ -269,6 +271,8 @@ class TrainingJob:
     _reader: threading.Thread | None = None
     _conn: Connection | None = None
     _stop_asked: bool = False
+    _queued: tuple[int, float | None] | None = None  # its place in a shared queue and the wait said, while there
+    restarts: int = 0  # times its worker died and the shared queue started it again (runner.distributed)
     _ticket: Ticket | None = None  # its place in the server's queue, when submitted there
     _finished: threading.Event = field(default_factory=threading.Event)  # set once it has ended or was cancelled
     journal: JournalEntry | None = None  # its entry in runs_dir's journal until it ends (a page's job, see submit)
@@ -486,9 +490,21 @@ class TrainingJob:
             return False
         with self._lock:
             match report:
+                case Queued(place, wait):  # waiting in a shared queue (runner.distributed)
+                    self._queued = (place, wait)
+                    if self.state == "starting":
+                        self.state = "waiting"
+                case Restarted(message):  # its worker died: it trains again from the start on another one
+                    self._step, self.pid, self._queued = None, None, None
+                    self.history.step_losses.clear()
+                    self.history.epochs.clear()
+                    self.history.probes.clear()
+                    self.history.seconds = self.history.examples_seen = 0
+                    self.state, self.message = "starting", message
+                    self.restarts += 1
                 case Started(pid, rows):
                     self.pid, self.n_train_rows = pid, rows
-                    if self.state == "starting":
+                    if self.state in ("starting", "waiting"):
                         self.state = "running"
                 case Stepped(event, losses):
                     self._step = event
@@ -517,6 +533,8 @@ class TrainingJob:
         waiting = ticket is not None and ticket.state == "waiting"
         place, wait = (ticket.place, ticket.wait_seconds) if waiting else (None, None)
         with self._lock:
+            if self.state == "waiting" and self._queued is not None:  # in a shared queue: its place there
+                place, wait = self._queued
             state, step, done, h = self._state(), self._step, self.done, self.history
             epochs = self.train_config.epochs
             return JobStatus(state, epochs, _fraction_done(step, epochs, state), step, len(h.epochs),

@@ -6,8 +6,9 @@ the training process sends :data:`Report` messages, the last of which is :class:
 :class:`Failed`. Everything here pickles (it travels over a ``multiprocessing`` connection).
 
 :class:`TrainingBackend` is what runs the trainings: :class:`runner.jobs.JobHost` (a process on
-this machine that forks one training process per job) is the first; a backend on a distributed
-task queue would implement the same two calls (``docs/deploy.md``, "Beyond one machine").
+this machine that forks one training process per job) is the first; :class:`runner.distributed.BrokerBackend`
+(RQ over Redis: workers on other machines, ``docs/deploy.md``) is the second, which also sends
+:class:`Queued` and :class:`Restarted`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class JobRequest:
     threads: int  # torch threads; 0 = chosen while training (attention_core.threads)
     orphan_after: float  # seconds without a command or heartbeat before the job stops itself
     nice: int  # scheduling priority of the training process
+    out: Path | None = None  # save the run exactly here (a folder the command line prepared) instead of runs_dir / name
+    overwrite: bool = False  # with out: replace the run already there (never other files)
 
 
 class Command(Enum):
@@ -74,10 +77,26 @@ class Idle:
 
 
 @dataclass(frozen=True)
+class Queued:
+    """A job waiting in a shared queue (:mod:`runner.distributed`): sent when its place changes."""
+
+    place: int  # 1 = next to start
+    wait_seconds: float | None = None  # about how long until it starts (None: unknown)
+
+
+@dataclass(frozen=True)
+class Restarted:
+    """The job's worker stopped mid-training and the queue gave it to another: what it had recorded is
+    void, it trains again from the start (once: :mod:`runner.distributed`)."""
+
+    message: str
+
+
+@dataclass(frozen=True)
 class Ended:
     """The last message of a training that ran: its run is saved (unless no epoch was completed)."""
 
-    status: str  # finished | stopped | diverged | time budget
+    status: str  # finished | stopped | diverged | time budget | cancelled (left a shared queue before it started)
     message: str
     run_path: Path | None
     validation_probs: np.ndarray | None  # the saved run's predictions for its validation rows (N, C)
@@ -90,7 +109,7 @@ class Failed:
     message: str
 
 
-Report = Started | Stepped | EpochDone | ProbeRecorded | Idle | Ended | Failed
+Report = Queued | Restarted | Started | Stepped | EpochDone | ProbeRecorded | Idle | Ended | Failed
 
 
 class JobChannel(Protocol):

@@ -28,11 +28,12 @@ import threading
 import time
 import traceback
 from multiprocessing.connection import Connection, Listener
+from pathlib import Path
 
 from attention_core import Trainer
 from attention_core.embeddings import load_embeddings
-from attention_core.errors import InputError
-from attention_core.runs import save_new_run
+from attention_core.errors import InputError, RunError
+from attention_core.runs import save_new_run, save_run
 from attention_core.threads import ThreadTuner, auto_threads
 from attention_core.training import EpochRecord, StepEvent, TrainerSpec
 from runner.protocol import (
@@ -123,20 +124,35 @@ def _control_loop(
             last_heartbeat = float("inf")  # say it once
 
 
-def run_job(conn: Connection) -> None:
-    """Receive one job on ``conn``, train it, report, save. Runs in the forked child."""
+def _save(run, job: JobRequest) -> Path:
+    """Save ``run`` where ``job`` says: its ``out`` folder (a run already there only with ``overwrite``; anything
+    put there meanwhile: beside it, as ``out-2``…), else a new folder ``runs_dir / name`` (or ``name-2``…)."""
+    if job.out is not None:
+        try:
+            return save_run(run, job.out, overwrite=job.overwrite)
+        except RunError:  # something was put into the folder while training: keep the run beside it
+            return save_new_run(run, job.out.parent, job.out.name)
+    return save_new_run(run, job.runs_dir, job.name)
+
+
+def run_job(conn: Connection, job: JobRequest | None = None, *, device: str = "cpu") -> None:
+    """Train ``job`` (else the one received on ``conn``), report on ``conn``, save. Runs in the forked child.
+
+    ``conn``: a ``multiprocessing`` connection, or anything with its ``send``, ``poll`` and ``recv``
+    (:class:`runner.distributed.HorseLine`, a job's line through Redis)."""
     import torch
 
-    try:
-        job: JobRequest = pickle.loads(conn.recv_bytes())  # authenticated: our own server
-    except Exception as err:  # e.g. a job this worker's code cannot read
-        conn.send(Failed(f"the training process could not read the job: {type(err).__name__}: {err}"))
-        return
+    if job is None:
+        try:
+            job = pickle.loads(conn.recv_bytes())  # authenticated: our own server
+        except Exception as err:  # e.g. a job this worker's code cannot read
+            conn.send(Failed(f"the training process could not read the job: {type(err).__name__}: {err}"))
+            return
     trainer, name = job.trainer, job.name  # (the trainer is built below from a spec)
     os.nice(job.nice)
     if isinstance(trainer, TrainerSpec):
         try:
-            trainer = trainer.build()  # tokenizing, encoding, the model: here, not in the server
+            trainer = trainer.build(device=device)  # tokenizing, encoding, the model: here, not in the server
         except InputError as err:
             conn.send(Failed(f"Cannot start: {err}"))
             return
@@ -160,7 +176,7 @@ def run_job(conn: Connection) -> None:
         reporter.flush()
         path, val_probs = None, None
         if run.history.epochs:  # a run stopped before its first epoch has nothing to keep
-            path = save_new_run(run, job.runs_dir, name)
+            path = _save(run, job)
             if run.validation[0]:  # the results' predictions, made here rather than in the server
                 val_probs = run.predict_proba(run.validation[0])
         reporter.send(Ended(run.history.status, run.history.message, path, val_probs))
@@ -206,14 +222,24 @@ def serve(address: str, authkey: bytes) -> None:
             conn.close()
 
 
+def preload() -> None:
+    """What every job needs, loaded once in the process that forks them: torch, the GloVe index and memory map
+    (any vocabulary limit reuses them), torch's optimizer machinery.
+
+    torch stays at one thread here and runs no parallel work: a child forked from a process whose OpenMP
+    thread pool has started hangs at its own first parallel step (``tests/runner/test_distributed.py``)."""
+    import torch
+
+    torch.set_num_threads(1)
+    load_embeddings()
+    torch.optim.AdamW([torch.zeros(1, requires_grad=True)])  # a process's first optimizer imports torch._dynamo: once, here
+
+
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     address = sys.stdin.readline().strip()
     authkey = bytes.fromhex(sys.stdin.readline().strip())
-    load_embeddings()  # the GloVe index and memory map, inherited by every job; any vocabulary limit reuses them
-    import torch
-
-    torch.optim.AdamW([torch.zeros(1, requires_grad=True)])  # a process's first optimizer imports torch._dynamo: once, here
+    preload()
     serve(address, authkey)
 
 

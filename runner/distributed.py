@@ -1,0 +1,428 @@
+"""Trainings on a shared queue: RQ over Redis, workers on any machine, app servers that share one line.
+
+The second :class:`~runner.protocol.TrainingBackend` (the first is :class:`runner.jobs.JobHost`, a process
+on the server's own machine). Chosen by measuring (``docs/deploy.md``, "Beyond one machine"): **RQ**
+forks one work horse per job from a worker that has loaded everything once — the shape of our job host —,
+gives a job whose worker died to another worker (``Retry``), and installs in 15.7 MB with redis-py
+(Celery: 31.8 MB, a prefork pool that reuses its processes, and over Redis a job whose worker died comes
+back only after a visibility timeout that must outlast the longest training).
+
+What travels through Redis, per job (``attention-playground:job:<id>:…``):
+
+* the :class:`~runner.protocol.JobRequest`, as the RQ job's argument: the dataset travels with the job
+  (a worker on another machine has no access to the server's memory); the run is saved in
+  ``runs_dir``, which every worker and app server mounts (``docs/deploy.md``);
+* ``:commands``: a stream of :class:`~runner.protocol.Command` values (pause, resume, stop, heartbeat),
+  from any app server or the command line, read by the job between steps (:class:`HorseLine`);
+* ``:reports``: a stream of the job's :data:`~runner.protocol.Report` values, read from the start by
+  whoever watches it (:class:`BrokerChannel`), so a page opened on another app server finds the
+  whole history of a training started elsewhere;
+* ``:meta``: its attempts (a job whose worker died is started again on another worker, once:
+  :class:`~runner.protocol.Restarted`, then "not finished — start again").
+
+Messages are pickled, as RQ pickles its jobs: the broker must be as private as the servers (a password,
+a private network or TLS — ``docs/deploy.md``). Nothing here runs without a broker: the default stays the
+local job host, and a single user never needs Redis.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import pickle
+import secrets
+import signal
+import socket
+import time
+from collections import deque
+from collections.abc import Callable
+from urllib.parse import urlsplit, urlunsplit
+
+from attention_core.errors import ConfigError, InputError
+from runner.protocol import Command, Ended, Failed, JobRequest, Queued, Report, Restarted
+
+BROKER_ENV = "ATTENTION_PLAYGROUND_BROKER"
+QUEUE = "attention-playground"  # the RQ queue every app server submits to and every worker takes from
+PREFIX = "attention-playground:job"
+RETRIES = 1  # a job whose worker died is started again on another worker this many times
+KEEP = 24 * 3600  # seconds a job's streams and RQ record stay after it ended (a late page still finds how it ended)
+# A worker checks its running job's horse every MONITOR_EVERY seconds and renews the job's heartbeat; a job whose
+# heartbeat is ABANDONED_AFTER seconds old has lost its worker, and the next worker's maintenance (every
+# MAINTENANCE_EVERY seconds) gives it to another. RQ's own default waits 60 s more than its check interval.
+MONITOR_EVERY = 5
+ABANDONED_AFTER = 30
+MAINTENANCE_EVERY = 10
+POLL = 1.0  # seconds a watcher waits for a report before it looks at the job's place in the queue
+LOST_AFTER = 15.0  # seconds of an unreachable broker before a watcher says the training's fate is unknown
+log = logging.getLogger(__name__)
+
+
+def broker_url() -> str | None:
+    """``ATTENTION_PLAYGROUND_BROKER`` (``redis://HOST:PORT/N``), or None: trainings run on this machine."""
+    return os.environ.get(BROKER_ENV, "").strip() or None
+
+
+def shown(url: str) -> str:
+    """``url`` without its password, for messages and logs.
+
+    Example:
+        >>> shown("redis://:s3cret@db.example:6380/2")
+        'redis://:***@db.example:6380/2'
+    """
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def connect(url: str):
+    """A Redis client for ``url``, checked with a ping; :class:`InputError` saying what is wrong otherwise."""
+    import redis
+
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigError(f"the broker {shown(url)!r} is not a Redis URL", "use redis://HOST:PORT/N (rediss:// for TLS)")
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30)
+        client.ping()
+    except ValueError as err:
+        raise ConfigError(f"the broker {shown(url)!r} is not a Redis URL: {err}", "use redis://HOST:PORT/N") from err
+    except redis.RedisError as err:
+        raise InputError(f"cannot reach the broker at {shown(url)}: {err}",
+                         "is redis-server running there, and is the URL's port, database and password right?") from err
+    return client
+
+
+def _key(job_id: str, part: str) -> str:
+    return f"{PREFIX}:{job_id}:{part}"
+
+
+def _rq_id(job_id: str) -> str:
+    return f"ap-{job_id}"
+
+
+def _queue(client):
+    from rq import Queue
+
+    return Queue(QUEUE, connection=client)
+
+
+# -- the app server's (or the command line's) end ------------------------------------------------------------------
+class BrokerBackend:
+    """Submit trainings to the shared queue at ``url``: a :class:`~runner.protocol.TrainingBackend`."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def start(self, request: JobRequest) -> BrokerChannel:
+        """Put ``request`` in the shared queue and return its line; ``RuntimeError`` if the broker cannot take it."""
+        import redis
+        from rq import Retry
+
+        try:
+            client = connect(self.url)
+        except InputError as err:
+            raise RuntimeError(str(err)) from err
+        job_id = secrets.token_hex(8)
+        payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            client.hset(_key(job_id, "meta"), mapping={"name": request.name, "runs_dir": str(request.runs_dir),
+                                                       "submitted": time.time(), "attempts": 0})
+            client.expire(_key(job_id, "meta"), KEEP)
+            _queue(client).enqueue(
+                "runner.distributed.perform", job_id, payload, job_id=_rq_id(job_id), retry=Retry(max=RETRIES),
+                job_timeout=-1, result_ttl=KEEP, failure_ttl=KEEP, description=f"training {request.name}",
+            )
+        except redis.RedisError as err:
+            raise RuntimeError(f"the broker at {shown(self.url)} did not take the training: {err}") from err
+        return BrokerChannel(client, job_id)
+
+
+def watch(url: str, job_id: str) -> BrokerChannel:
+    """The line of a job already in the queue (``job_id``), its reports read from the first: for a page on
+    another app server than the one that submitted it."""
+    return BrokerChannel(connect(url), job_id)
+
+
+class BrokerChannel:
+    """One job's line through Redis, at the watching end: commands out, reports in (a
+    :class:`~runner.protocol.JobChannel`).
+
+    While the job waits in the queue, :meth:`recv` says where (:class:`~runner.protocol.Queued`); once the queue
+    has given up on it (its worker died twice), or the broker has lost it, the last report is a
+    :class:`~runner.protocol.Failed` saying so."""
+
+    def __init__(self, client, job_id: str) -> None:
+        self.client, self.job_id = client, job_id
+        self._last = "0-0"  # the last report read
+        self._pending: deque[Report] = deque()
+        self._place: int | None = None
+        self._final = False  # its last report (Ended or Failed) was read
+        self._unreachable_since: float | None = None
+
+    # commands
+    def send(self, command: Command) -> None:
+        """Send ``command``; a STOP to a job still waiting takes it out of the queue. ``OSError`` if the broker
+        cannot be reached (the caller's to ignore, as a local job's closed pipe)."""
+        import redis
+
+        try:
+            if command is Command.STOP and self._cancel_waiting():
+                return
+            self.client.xadd(_key(self.job_id, "commands"), {"c": command.value}, maxlen=10_000, approximate=True)
+            self.client.expire(_key(self.job_id, "commands"), KEEP)
+        except redis.RedisError as err:
+            raise OSError(f"the broker cannot be reached: {err}") from err
+
+    def _cancel_waiting(self) -> bool:
+        """Take the job out of the queue if no worker has taken it (atomic against the workers); True if it was."""
+        from rq.job import Job
+
+        queue = _queue(self.client)
+        if not self.client.lrem(queue.key, 0, _rq_id(self.job_id)):
+            return False
+        with contextlib.suppress(Exception):  # its record: cancelled (it is out of the queue whatever this does)
+            Job.fetch(_rq_id(self.job_id), connection=self.client).cancel()
+        self._report(Ended("cancelled", "cancelled before it started — nothing was trained or saved", None, None))
+        return True
+
+    def _report(self, report: Report) -> None:
+        """Add ``report`` to the job's stream, as its worker would (every watcher reads it)."""
+        key = _key(self.job_id, "reports")
+        self.client.xadd(key, {"r": pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL)})
+        self.client.expire(key, KEEP)
+
+    # reports
+    def recv(self) -> Report:
+        """The next report (waiting for it); after the last, ``EOFError``."""
+        import redis
+
+        while True:
+            if self._pending:
+                report = self._pending.popleft()
+                self._final = isinstance(report, Ended | Failed)
+                return report
+            if self._final:
+                raise EOFError("the job has ended")
+            try:
+                self._read(block_ms=int(POLL * 1000))
+                if not self._pending:
+                    report = self._queue_state()
+                    if report is not None:
+                        self._pending.append(report)
+                self._unreachable_since = None
+            except redis.RedisError as err:
+                now = time.monotonic()
+                self._unreachable_since = self._unreachable_since or now
+                if now - self._unreachable_since >= LOST_AFTER:
+                    self._pending.append(Failed(
+                        f"lost the training queue (its broker cannot be reached: {err}); the training may go on and "
+                        f"save its run if its worker still runs — look for it in the runs list, or start it again"))
+                else:
+                    time.sleep(min(POLL, LOST_AFTER))
+
+    def _read(self, block_ms: int | None) -> None:
+        got = self.client.xread({_key(self.job_id, "reports"): self._last}, count=500, block=block_ms)
+        for _stream, entries in got or []:
+            for entry_id, fields in entries:
+                self._last = entry_id
+                self._pending.append(pickle.loads(fields[b"r"]))  # written by our workers (module docstring)
+
+    def _queue_state(self) -> Report | None:
+        """No report came: where the job is in the queue, or how the queue gave up on it."""
+        from rq.exceptions import NoSuchJobError
+        from rq.job import Job, JobStatus
+
+        try:
+            job = Job.fetch(_rq_id(self.job_id), connection=self.client)
+        except NoSuchJobError:
+            self._read(block_ms=None)  # a last report may have come meanwhile
+            if self._pending:
+                return None
+            return Failed("the training queue has lost this training (was its broker restarted without its data?) — "
+                          "runs saved before are untouched: start it again")
+        status = job.get_status(refresh=False)
+        if status in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED):
+            position = job.get_position()
+            place = position + 1 if position is not None else 1
+            if place != self._place:
+                self._place = place
+                return Queued(place)
+            return None
+        if status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
+            self._read(block_ms=None)
+            if self._pending:
+                return None
+            return Failed("not finished — its worker stopped and no other worker could finish it (the queue starts a "
+                          f"training again {RETRIES} time{'s' if RETRIES != 1 else ''}): start it again")
+        return None
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.close()
+
+
+# -- the worker's end ----------------------------------------------------------------------------------------------
+class HorseLine:
+    """One job's line through Redis, at the training's end: what :func:`runner.worker.run_job` talks to
+    (``send`` reports; ``poll`` and ``recv`` commands, as on a ``multiprocessing`` connection).
+
+    Commands are read from the stream's start: one sent before the job started (a pause, a stop) applies."""
+
+    def __init__(self, client, job_id: str) -> None:
+        self.client, self.job_id = client, job_id
+        self._last = "0-0"
+        self._commands: deque[Command] = deque()
+
+    def send(self, report: Report) -> None:
+        import redis
+
+        key = _key(self.job_id, "reports")
+        try:
+            self.client.xadd(key, {"r": pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL)})
+            self.client.expire(key, KEEP)
+        except redis.RedisError as err:
+            raise OSError(f"the broker cannot be reached: {err}") from err
+
+    def poll(self, timeout: float | None = None) -> bool:
+        """True once a command is there (waiting up to ``timeout`` seconds); ``EOFError`` if the broker is gone,
+        which stops the training (its run is saved) as a local job's closed pipe does."""
+        import redis
+
+        if not self._commands:
+            try:
+                got = self.client.xread({_key(self.job_id, "commands"): self._last}, count=100,
+                                        block=max(1, int((timeout or 0) * 1000)))
+            except redis.RedisError as err:
+                raise EOFError(f"the broker cannot be reached: {err}") from err
+            for _stream, entries in got or []:
+                for entry_id, fields in entries:
+                    self._last = entry_id
+                    with contextlib.suppress(ValueError):  # a command this version does not know
+                        self._commands.append(Command(fields[b"c"].decode()))
+        return bool(self._commands)
+
+    def recv(self) -> Command:
+        while not self._commands:
+            self.poll(1.0)
+        return self._commands.popleft()
+
+    def close(self) -> None:
+        pass
+
+
+_device = "cpu"  # the worker's --device, inherited by its work horses
+
+
+def _die_with_parent() -> None:
+    """This work horse is killed when its worker dies (Linux), as a training whose machine died would be: the
+    queue then gives it to another worker, and no orphan trains beside it."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() == 1:  # the worker died before that took effect
+        os._exit(1)
+
+
+def perform(job_id: str, payload: bytes) -> str:
+    """The RQ job: train the pickled :class:`~runner.protocol.JobRequest` in this work horse, reporting through
+    Redis. Runs in the process RQ forks for it (:func:`serve`)."""
+    from rq import get_current_job
+
+    from runner.worker import run_job
+
+    _die_with_parent()
+    client = get_current_job().connection
+    line = HorseLine(client, job_id)
+    attempt = int(client.hincrby(_key(job_id, "meta"), "attempts", 1))
+    request: JobRequest = pickle.loads(payload)  # put there by our app servers or command line (module docstring)
+    if attempt > 1:
+        line.send(Restarted(f"its worker stopped mid-training, so it was started again from the beginning on "
+                            f"{socket.gethostname()} (attempt {attempt} of {RETRIES + 1})"))
+    run_job(line, request, device=_device)
+    for part in ("meta", "commands", "reports"):
+        with contextlib.suppress(Exception):
+            client.expire(_key(job_id, part), KEEP)
+    return "ended"
+
+
+def _worker_class():
+    from rq import Worker
+
+    class TrainingWorker(Worker):
+        """RQ's forking worker, its jobs' heartbeats short: a job whose worker died is found in
+        ``ABANDONED_AFTER`` seconds (RQ's default is its check interval plus 60 s)."""
+
+        def get_heartbeat_ttl(self, job, working_time: float = 0.0) -> int:
+            return ABANDONED_AFTER
+
+        def request_stop(self, signum, frame) -> None:
+            """Stopping the worker (SIGTERM, Ctrl-C) stops its training at the next step, which saves its run,
+            then the worker exits (RQ's warm shutdown waits for it); a second signal kills it unsaved."""
+            if self.horse_pid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.horse_pid, signal.SIGTERM)  # runner.worker.run_job: stop, and save
+            super().request_stop(signum, frame)
+
+    return TrainingWorker
+
+
+def serve(url: str, *, slots: int = 1, device: str = "cpu", burst: bool = False,
+          on_ready: Callable[[], None] | None = None) -> None:
+    """``attention-playground worker``: take trainings from the shared queue at ``url``, ``slots`` at a time, until
+    stopped (SIGTERM or Ctrl-C: a running training is stopped and its run saved first).
+
+    Loads torch, GloVe and the optimizer once (:func:`runner.worker.preload`), then runs ``slots`` RQ workers
+    (forked from this process, so they share what it loaded); each forks a work horse per training."""
+    global _device
+    from runner.worker import preload
+
+    if slots < 1:
+        raise ConfigError(f"--slots {slots} is not valid", "use 1 or more: how many trainings this worker runs at once")
+    client = connect(url)
+    preload()
+    _device = device
+    host = socket.gethostname()
+    if slots == 1:
+        worker = _worker_class()([QUEUE], connection=client, name=f"{host}-{os.getpid()}-{secrets.token_hex(3)}",
+                                 job_monitoring_interval=MONITOR_EVERY, maintenance_interval=MAINTENANCE_EVERY,
+                                 worker_ttl=MAINTENANCE_EVERY + 15)  # an idle worker waits worker_ttl - 15 s per look
+        if on_ready is not None:
+            on_ready()
+        worker.work(burst=burst, logging_level="WARNING")
+        return
+    children = []
+    for _ in range(slots):
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                serve(url, slots=1, device=device, burst=burst)
+            except BaseException:
+                log.exception("worker slot failed")
+                code = 1
+            finally:
+                os._exit(code)
+        children.append(pid)
+    if on_ready is not None:
+        on_ready()
+
+    def forward(signum: int, _frame: object) -> None:
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    for child in children:
+        while True:
+            try:
+                os.waitpid(child, 0)
+                break
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue

@@ -1,0 +1,216 @@
+"""Trainings on the shared queue (RQ over a real redis-server, real workers as processes): the command line, a
+page's job controls, the place in line, a second watcher, torch in forked work horses, a worker that dies."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attention_core import ModelConfig, TrainConfig, dataset_from_lists, load_embeddings, load_run
+from attention_core.training import TrainerSpec
+from runner import distributed
+from runner.distributed import BrokerBackend
+from runner.jobs import TrainingJob
+from runner.protocol import Command, Ended, EpochDone, JobRequest, Queued, Started
+from tests.helpers.broker import ROOT, RedisServer, Worker, free_port, wait_for
+
+TEXTS = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"]
+LABELS = ["pos", "pos", "pos", "neg", "neg", "neg"]
+TINY = ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32, dropout=0.0)
+
+
+def spec(epochs: int) -> TrainerSpec:
+    return TrainerSpec(TINY, TrainConfig(epochs=epochs, batch_size=2, val_fraction=0.0),
+                       dataset_from_lists(TEXTS, LABELS), load_embeddings())
+
+
+def on(server: RedisServer, db: int) -> str:
+    """The broker URL of database ``db`` of ``server``: each test that needs its own queue takes its own database."""
+    return server.url.rsplit("/", 1)[0] + f"/{db}"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def worker(broker, tmp_path_factory):
+    w = Worker(broker.url, tmp_path_factory.mktemp("worker")).wait_ready()
+    yield w
+    w.stop()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, stdin=subprocess.DEVNULL)
+
+
+def test_train_on_a_worker_saves_where_out_says_and_prints_the_summary(broker, worker, tmp_path):
+    out = tmp_path / "shared" / "uci-small"
+    done = cli("train", "data/small.csv", "--out", str(out), "--broker", broker.url, "--epochs", "3", "--quiet")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["run"] == str(out) and summary["epochs"] == 3
+    assert "training on a worker" in done.stderr
+    run = load_run(out)
+    assert [e.epoch for e in run.history.epochs] == [1, 2, 3]
+    assert sorted(p.name for p in out.parent.iterdir()) == ["uci-small"]  # one run, no leftovers beside it
+
+
+@pytest.mark.parametrize("url, said", [
+    ("http://127.0.0.1:1/0", "is not a Redis URL"),
+    (f"redis://127.0.0.1:{free_port()}/0", "cannot reach the broker"),
+], ids=["not redis", "nobody there"])
+def test_a_bad_broker_is_one_line_and_leaves_no_folder(tmp_path, url, said):
+    out = tmp_path / "run"
+    done = cli("train", "data/small.csv", "--out", str(out), "--broker", url, "--quiet")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], done.stderr
+    assert not out.exists()
+
+
+def test_bad_input_fails_before_anything_is_queued(broker, tmp_path):
+    url = on(broker, 3)
+    done = cli("train", "data/small.csv", "--out", str(tmp_path / "run"), "--broker", url, "--text-col", "nope")
+    assert done.returncode == 2 and "nope" in done.stderr and "Traceback" not in done.stderr
+    from rq import Queue
+
+    assert Queue(distributed.QUEUE, connection=distributed.connect(url)).count == 0
+
+
+def test_a_pages_job_pauses_resumes_and_stops_through_the_queue(broker, worker, tmp_path):
+    job = TrainingJob(spec(epochs=100_000), tmp_path, "long", backend=lambda: BrokerBackend(broker.url))
+    job.start()
+    wait_for(lambda: job.status().state == "running" and job.status().steps_recorded > 5, 120, "the job to train")
+    job.pause()
+    assert job.wait_until_paused(60)
+    steps = job.status().steps_recorded
+    # paused: Stepped reports stop (one already on its way may land); none for a while after
+    wait_for(lambda: job.status().steps_recorded >= steps, 5, "the last step to land")
+    settled = job.status().steps_recorded
+    assert not _steps_grow(job, settled, seconds=1.5)
+    job.resume()
+    wait_for(lambda: job.status().steps_recorded > settled + 5, 60, "steps after resume")
+    job.stop()
+    job.join(120)
+    status = job.status()
+    assert status.state == "stopped" and status.run_path == tmp_path / "long", (status, job.message)
+    assert load_run(status.run_path).history.status == "stopped"
+
+
+def _steps_grow(job: TrainingJob, steps: int, seconds: float) -> bool:
+    try:
+        wait_for(lambda: job.status().steps_recorded > steps, seconds, "a step")
+    except AssertionError:
+        return False
+    return True
+
+
+def test_a_second_watcher_reads_the_whole_history_from_the_start(broker, worker, tmp_path):
+    channel = BrokerBackend(broker.url).start(JobRequest(spec(epochs=4), tmp_path, "seen", 1, 90.0, 0))
+    first = _all_reports(channel)
+    second = _all_reports(distributed.watch(broker.url, channel.job_id))  # e.g. a page on another app server
+    assert [type(r).__name__ for r in second] == [type(r).__name__ for r in first]
+    assert [r.record.epoch for r in second if isinstance(r, EpochDone)] == [1, 2, 3, 4]
+    assert isinstance(second[-1], Ended) and second[-1].run_path == tmp_path / "seen"
+
+
+def _all_reports(channel) -> list:
+    reports = []
+    while True:
+        try:
+            reports.append(channel.recv())
+        except EOFError:
+            return reports
+
+
+def test_place_in_line_then_cancel_while_waiting_then_a_worker_takes_the_first(broker, tmp_path):
+    url = on(broker, 1)  # no worker yet on this queue
+    a = TrainingJob(spec(epochs=2), tmp_path, "a", backend=lambda: BrokerBackend(url))
+    b = TrainingJob(spec(epochs=2), tmp_path, "b", backend=lambda: BrokerBackend(url))
+    a.start()
+    wait_for(lambda: a.status().state == "waiting", 30, "a to wait in line")
+    b.start()
+    wait_for(lambda: b.status().state == "waiting", 30, "b to wait in line")
+    assert (a.status().place, b.status().place) == (1, 2)
+    b.stop()
+    b.join(30)
+    assert b.status().state == "cancelled" and "nothing was trained" in b.message and b.run_path is None
+    w = Worker(url, tmp_path).wait_ready()
+    try:
+        a.join(120)
+        assert a.status().state == "finished" and (tmp_path / "a").is_dir() and not (tmp_path / "b").exists()
+    finally:
+        w.stop()
+
+
+def test_the_worker_loads_torch_without_starting_its_thread_pool():
+    # A child forked from a process whose OpenMP pool has run hangs at its own first parallel step (measured:
+    # docs/deploy.md); the worker forks every training from the process preload() ran in.
+    code = "from runner.worker import preload; preload(); import torch; print(torch.get_num_threads())"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr
+
+
+def test_a_two_thread_training_in_a_forked_work_horse_finishes(broker, worker, tmp_path):
+    channel = BrokerBackend(broker.url).start(JobRequest(spec(epochs=3), tmp_path, "two", 2, 90.0, 0))
+    reports = _all_reports(channel)
+    assert isinstance(reports[-1], Ended) and reports[-1].status == "finished", reports[-1]
+
+
+@pytest.mark.e2e
+def test_a_killed_workers_training_starts_again_on_the_other_worker_once(broker, tmp_path):
+    url = on(broker, 2)
+    workers = [Worker(url, tmp_path).wait_ready() for _ in range(2)]
+    try:
+        job = TrainingJob(spec(epochs=100_000), tmp_path, "survivor", backend=lambda: BrokerBackend(url))
+        job.start()
+        wait_for(lambda: job.status().state == "running" and job.pid, 120, "the job to train")
+        first_horse = job.pid
+        owner = next(w for w in workers if _parent(first_horse) == w.process.pid)
+        owner.kill()  # as its machine dying would
+        wait_for(lambda: job.restarts == 1, 120, "the queue to start it again", every=0.2)
+        assert "started again from the beginning" in job.message
+        wait_for(lambda: job.status().state == "running" and job.pid and job.pid != first_horse, 120,
+                 "it to train on the other worker")
+        other = next(w for w in workers if w is not owner)
+        assert _parent(job.pid) == other.process.pid
+        job.stop()
+        job.join(120)
+        assert job.status().state == "stopped" and job.restarts == 1
+        assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["survivor"]  # one run, saved once
+    finally:
+        for w in workers:
+            w.stop()
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_commands_sent_before_the_job_starts_apply_when_it_does(broker, tmp_path):
+    url = on(broker, 4)
+    channel = BrokerBackend(url).start(JobRequest(spec(epochs=100_000), tmp_path, "early", 1, 90.0, 0))
+    assert isinstance(channel.recv(), Queued)
+    channel.send(Command.PAUSE)  # a learner who paused while it waited in line
+    w = Worker(url, tmp_path).wait_ready()
+    try:
+        reports = []
+        wait_for(lambda: reports.append(channel.recv()) or any(type(r).__name__ == "Idle" for r in reports), 120,
+                 "the job to pause")
+        assert any(isinstance(r, Started) for r in reports)
+        channel.send(Command.STOP)
+        rest = _all_reports(channel)
+        assert isinstance(rest[-1], Ended) and rest[-1].status in ("stopped", "finished")
+    finally:
+        w.stop()
+    assert os.environ.get(distributed.BROKER_ENV) is None  # the tests never point the app at it by accident
