@@ -35,11 +35,15 @@ import pickle
 import secrets
 import signal
 import socket
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from attention_core.configs import ModelConfig, TrainConfig
 from attention_core.errors import ConfigError, InputError
 from runner.protocol import Command, Ended, Failed, JobRequest, Queued, Report, Restarted
 
@@ -82,7 +86,12 @@ def shown(url: str) -> str:
 
 def connect(url: str):
     """A Redis client for ``url``, checked with a ping; :class:`InputError` saying what is wrong otherwise."""
-    import redis
+    try:
+        import redis
+        import rq  # noqa: F401 — both come with the "distributed" extra
+    except ImportError as err:
+        raise ConfigError(f"a shared queue needs RQ and redis-py, which are not installed ({err.name})",
+                          'pip install -e ".[distributed]"') from err
 
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise ConfigError(f"the broker {shown(url)!r} is not a Redis URL", "use redis://HOST:PORT/N (rediss:// for TLS)")
@@ -95,6 +104,13 @@ def connect(url: str):
         raise InputError(f"cannot reach the broker at {shown(url)}: {err}",
                          "is redis-server running there, and is the URL's port, database and password right?") from err
     return client
+
+
+JOURNAL = "attention-playground:journal"  # restart-journal entry id → job id, of pages' jobs on the queue
+
+
+def _workspace_key(workspace: str) -> str:
+    return f"attention-playground:workspace:{workspace}"
 
 
 def _key(job_id: str, part: str) -> str:
@@ -120,19 +136,28 @@ class BrokerBackend:
 
     def start(self, request: JobRequest) -> BrokerChannel:
         """Put ``request`` in the shared queue and return its line; ``RuntimeError`` if the broker cannot take it."""
-        import redis
-        from rq import Retry
-
         try:
             client = connect(self.url)
         except InputError as err:
             raise RuntimeError(str(err)) from err
-        job_id = secrets.token_hex(8)
+        import redis
+        from rq import Retry
+        job_id = request.job_id or secrets.token_hex(8)
         payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        trainer = request.trainer
+        described = pickle.dumps((request.name, request.runs_dir, trainer.model_config, trainer.train_config,
+                                  request.journal, request.listing), protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            client.hset(_key(job_id, "meta"), mapping={"name": request.name, "runs_dir": str(request.runs_dir),
-                                                       "submitted": time.time(), "attempts": 0})
-            client.expire(_key(job_id, "meta"), KEEP)
+            with client.pipeline() as pipe:
+                pipe.hset(_key(job_id, "meta"), mapping={"attempts": 0, "described": described})
+                pipe.expire(_key(job_id, "meta"), KEEP)
+                if request.listing is not None:  # a page's job: the workspace's other app servers find it by its page
+                    workspace = _workspace_key(request.listing["workspace"])
+                    pipe.hset(workspace, request.listing["job_key"], job_id)
+                    pipe.expire(workspace, KEEP)
+                if request.journal is not None:
+                    pipe.hset(JOURNAL, request.journal, job_id)
+                pipe.execute()
             _queue(client).enqueue(
                 "runner.distributed.perform", job_id, payload, job_id=_rq_id(job_id), retry=Retry(max=RETRIES),
                 job_timeout=-1, result_ttl=KEEP, failure_ttl=KEEP, description=f"training {request.name}",
@@ -140,6 +165,77 @@ class BrokerBackend:
         except redis.RedisError as err:
             raise RuntimeError(f"the broker at {shown(self.url)} did not take the training: {err}") from err
         return BrokerChannel(client, job_id)
+
+
+@dataclass(frozen=True)
+class Described:
+    """What an app server needs of a job it did not submit to show it: its name, where it saves, its configs,
+    its journal entry and page (:func:`described`)."""
+
+    job_id: str
+    name: str
+    runs_dir: Path
+    model_config: ModelConfig
+    train_config: TrainConfig
+    journal: str | None
+    listing: dict | None
+
+
+_clients: dict[str, object] = {}
+_clients_lock = threading.Lock()
+
+
+def client_for(url: str):
+    """One Redis client per broker URL for this process (thread-safe: its connection pool)."""
+    with _clients_lock:
+        client = _clients.get(url)
+        if client is None:
+            client = _clients[url] = connect(url)
+        return client
+
+
+def listed(url: str, workspace: str) -> dict[str, str]:
+    """``workspace``'s latest job of each page (job key → job id) on the shared queue, wherever submitted."""
+    got = client_for(url).hgetall(_workspace_key(workspace))
+    return {k.decode(): v.decode() for k, v in got.items()}
+
+
+def unlist(url: str, workspace: str, job_key: str, job_id: str) -> None:
+    """Its page showed how job ``job_id`` ended: other app servers no longer offer it to a reload (a newer job of
+    the page stays listed)."""
+    client = client_for(url)
+    if client.hget(_workspace_key(workspace), job_key) == job_id.encode():
+        client.hdel(_workspace_key(workspace), job_key)
+
+
+def described(url: str, job_id: str) -> Described | None:
+    """How job ``job_id`` was submitted; None if the queue no longer knows it."""
+    raw = client_for(url).hget(_key(job_id, "meta"), "described")
+    if raw is None:
+        return None
+    name, runs_dir, model_config, train_config, journal, listing = pickle.loads(raw)  # our servers' (module docstring)
+    return Described(job_id, name, Path(runs_dir), model_config, train_config, journal, listing)
+
+
+def live_journal_ids(url: str) -> frozenset[str]:
+    """The restart-journal entries whose trainings the shared queue still has (waiting or training), submitted by
+    any app server: such an entry is not an interrupted training. Entries of ended trainings are forgotten here."""
+    from rq.job import Job, JobStatus
+
+    client = client_for(url)
+    journal = {k.decode(): v.decode() for k, v in client.hgetall(JOURNAL).items()}
+    if not journal:
+        return frozenset()
+    with client.pipeline() as pipe:
+        for job_id in journal.values():
+            pipe.hget(Job.key_for(_rq_id(job_id)), "status")
+        statuses = pipe.execute()
+    alive = {JobStatus.QUEUED.value, JobStatus.STARTED.value, JobStatus.SCHEDULED.value, JobStatus.DEFERRED.value}
+    live = {entry for entry, status in zip(journal, statuses, strict=True) if status and status.decode() in alive}
+    gone = [entry for entry in journal if entry not in live]
+    if gone:
+        client.hdel(JOURNAL, *gone)
+    return frozenset(live)
 
 
 def watch(url: str, job_id: str) -> BrokerChannel:
@@ -259,6 +355,12 @@ class BrokerChannel:
                 return None
             return Failed("not finished — its worker stopped and no other worker could finish it (the queue starts a "
                           f"training again {RETRIES} time{'s' if RETRIES != 1 else ''}): start it again")
+        if status == JobStatus.FINISHED:  # its work horse returned; its last report should be there by now
+            self._read(block_ms=int(POLL * 1000))
+            if self._pending:
+                return None
+            return Failed("its worker ended without saying how (its last report was lost) — look for its run in the "
+                          "runs list, or start it again")
         return None
 
     def close(self) -> None:
@@ -332,6 +434,7 @@ def perform(job_id: str, payload: bytes) -> str:
     Redis. Runs in the process RQ forks for it (:func:`serve`)."""
     from rq import get_current_job
 
+    from attention_core.run_folders import remove_journal_entry
     from runner.worker import run_job
 
     _die_with_parent()
@@ -343,6 +446,9 @@ def perform(job_id: str, payload: bytes) -> str:
         line.send(Restarted(f"its worker stopped mid-training, so it was started again from the beginning on "
                             f"{socket.gethostname()} (attempt {attempt} of {RETRIES + 1})"))
     run_job(line, request, device=_device)
+    if request.journal is not None:  # it ended here, whichever app server (if any) still watches it
+        with contextlib.suppress(OSError):
+            remove_journal_entry(request.runs_dir, request.journal)
     for part in ("meta", "commands", "reports"):
         with contextlib.suppress(Exception):
             client.expire(_key(job_id, part), KEEP)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -44,6 +45,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Client, Connection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -58,6 +60,7 @@ from runner.protocol import (
     EpochDone,
     Failed,
     Idle,
+    JobChannel,
     JobRequest,
     ProbeRecorded,
     Queued,
@@ -68,6 +71,9 @@ from runner.protocol import (
     TrainingBackend,
 )
 from runner.queue import Ticket, TrainingQueue
+
+if TYPE_CHECKING:
+    from runner.distributed import Described
 
 # Seconds without a heartbeat before a job stops itself (room for heartbeats delayed by a busy server;
 # benchmarks/README.md). The
@@ -192,9 +198,22 @@ def _close_host() -> None:
         JobHost._current.close()
 
 
+def default_backend() -> TrainingBackend:
+    """Where a job trains unless told: the shared queue of ``ATTENTION_PLAYGROUND_BROKER`` when it is set
+    (:mod:`runner.distributed`), else this machine's job host."""
+    from runner.distributed import BrokerBackend, broker_url
+
+    url = broker_url()
+    return BrokerBackend(url) if url else JobHost.get()
+
+
 def warm_up() -> None:
-    """Start the job host now, so the first Start click does not wait for torch to import."""
-    JobHost.get()
+    """Start the job host now, so the first Start click does not wait for torch to import (with a shared queue
+    the workers train, and this server starts no job host)."""
+    from runner.distributed import broker_url
+
+    if broker_url() is None:
+        JobHost.get()
 
 
 @dataclass(frozen=True)
@@ -238,6 +257,14 @@ def _fraction_done(step: StepEvent | None, epochs: int, state: str) -> float:
     return min(1.0, (max(step.epoch - 1, 0) + inner) / epochs)
 
 
+@dataclass(frozen=True)
+class _Described:
+    """What a job started elsewhere is, for :meth:`TrainingJob.attach`: its configs, no trainer."""
+
+    model_config: ModelConfig
+    train_config: TrainConfig
+
+
 @dataclass
 class TrainingJob:
     """Train ``trainer`` in a child process; save the run under ``runs_dir / name`` (never overwriting).
@@ -251,7 +278,9 @@ class TrainingJob:
     orphan_after: float = ORPHAN_AFTER
     threads: int = JOB_THREADS  # 0 = tuned while training (ThreadTuner)
     on_end: Callable[[TrainingJob], None] | None = None  # called in the server once the job has ended
-    backend: Callable[[], TrainingBackend] | None = None  # where it trains; None: this machine's JobHost
+    backend: Callable[[], TrainingBackend] | None = None  # where it trains; None: default_backend()
+    listing: dict | None = None  # a page's job: workspace, job_key, label, page (found by other app servers of a shared queue)
+    job_id: str = field(default_factory=lambda: secrets.token_hex(8))  # its id on a shared queue (runner.distributed)
     state: str = "starting"
     message: str = ""
     run_path: Path | None = None
@@ -359,8 +388,34 @@ class TrainingJob:
         """Hand the trainer to a new process; returns at once (the connection is made in the background)."""
         self.state = "starting"  # "running" once the process says it has started
         self._last_heartbeat = self.started_at = time.monotonic()
-        job = JobRequest(self.trainer, self.runs_dir, self.name, self.threads, self.orphan_after, JOB_NICE)
+        job = JobRequest(self.trainer, self.runs_dir, self.name, self.threads, self.orphan_after, JOB_NICE,
+                         journal=self.journal.id if self.journal is not None else None, listing=self.listing,
+                         job_id=self.job_id)
         self.trainer = None
+        self._watch_in_background(job)
+
+    @classmethod
+    def attach(cls, described: Described, channel: JobChannel) -> TrainingJob:
+        """A job submitted by another app server of the shared queue, watched here through ``channel`` (its reports
+        from the first): a reload of its page on this server finds it, running or ended."""
+        job = cls(_Described(described.model_config, described.train_config), described.runs_dir, described.name,
+                  listing=described.listing, job_id=described.job_id)
+        job.trainer = None
+        if described.journal is not None:
+            with _active_lock:
+                _journaled.add(described.journal)  # live: its worker removes the entry when it ends (and so do we)
+            job.journal = dataclasses.replace(JournalEntry.new(described.name, "", ""), id=described.journal)
+        job.follow(channel)
+        return job
+
+    def follow(self, channel: JobChannel) -> None:
+        """Watch a job that was started elsewhere (another app server of a shared queue) through ``channel``, which
+        replays its reports from the first; returns at once."""
+        self.state = "starting"
+        self._last_heartbeat = self.started_at = time.monotonic()
+        self._watch_in_background(channel)
+
+    def _watch_in_background(self, job: JobRequest | JobChannel) -> None:
         global _active_jobs
         with _active_lock:
             _active_jobs += 1  # until _watch_counted ends
@@ -426,7 +481,7 @@ class TrainingJob:
         return self._finished.is_set()
 
     # -- the watcher thread (in the server) ---------------------------------------------------
-    def _watch_counted(self, job: JobRequest) -> None:
+    def _watch_counted(self, job: JobRequest | JobChannel) -> None:
         global _active_jobs
         try:
             self._watch(job)
@@ -444,11 +499,12 @@ class TrainingJob:
                     log.exception("training job %s: its on_end callback failed", self.name)
             self._finished.set()
 
-    def _watch(self, job: JobRequest) -> None:
-        """Connect to a new job process, send it the job, then fold its messages into this object."""
+    def _watch(self, job: JobRequest | JobChannel) -> None:
+        """Connect to a new job process, send it the job (or take the line of a job started elsewhere), then fold
+        its messages into this object."""
         ended = False
         try:
-            conn = (self.backend or JobHost.get)().start(job)
+            conn = (self.backend or default_backend)().start(job) if isinstance(job, JobRequest) else job
         except (OSError, RuntimeError) as err:
             log.error("training job %s could not start: %s", self.name, err)
             with self._lock:
@@ -492,7 +548,9 @@ class TrainingJob:
             match report:
                 case Queued(place, wait):  # waiting in a shared queue (runner.distributed)
                     self._queued = (place, wait)
-                    if self.state == "starting":
+                    if self.state == "running":  # back in line: the queue found its worker dead
+                        self.message = "its worker stopped: it waits in line to start again on another worker"
+                    if self.state in ("starting", "running"):
                         self.state = "waiting"
                 case Restarted(message):  # its worker died: it trains again from the start on another one
                     self._step, self.pid, self._queued = None, None, None

@@ -36,6 +36,9 @@ class JobRequest:
     nice: int  # scheduling priority of the training process
     out: Path | None = None  # save the run exactly here (a folder the command line prepared) instead of runs_dir / name
     overwrite: bool = False  # with out: replace the run already there (never other files)
+    journal: str | None = None  # its page's restart-journal entry in runs_dir, removed by a shared queue's worker at its end
+    listing: dict | None = None  # a page's job on a shared queue: workspace, job_key, label, page (runner.distributed)
+    job_id: str | None = None  # its id on a shared queue, chosen by the submitter (None: the backend chooses)
 
 
 class Command(Enum):

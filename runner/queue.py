@@ -59,6 +59,11 @@ RISE_SLACK = 5.0
 RISE_AFTER = 5.0
 
 
+# With a shared queue (ATTENTION_PLAYGROUND_BROKER) a server hands every training to it at once: its workers' slots
+# are the limit, and the place in line is the shared queue's (runner.distributed). The per-owner rule still holds here.
+SHARED_QUEUE_SLOTS = 10_000
+
+
 class QueueLimitError(InputError):
     """An owner asked for more trainings than the queue lets one owner have."""
 
@@ -71,6 +76,10 @@ def default_slots() -> int:
     """``ATTENTION_PLAYGROUND_MAX_TRAININGS``, else one per core (each job trains on one thread)."""
     raw = os.environ.get("ATTENTION_PLAYGROUND_MAX_TRAININGS", "").strip()
     if not raw:
+        from runner.distributed import broker_url
+
+        if broker_url() is not None:  # the shared queue's workers decide how many train at once
+            return SHARED_QUEUE_SLOTS
         return max(1, os.cpu_count() or 1)
     try:
         slots = int(raw)

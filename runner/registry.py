@@ -77,6 +77,11 @@ class JobRegistry:
                     latest[entry.job_key] = entry
             return latest
 
+    def jobs(self, workspace: str) -> list[Any]:
+        """Every job ``workspace`` has here, those a reload no longer finds included."""
+        with self._lock:
+            return [entry.job for (owner, _), entry in self._entries.items() if owner == workspace]
+
     def drop(self, workspace: str, job_key: str, job: Any) -> None:
         """Its page showed how ``job`` ended, or was reset: a reload no longer finds it (a newer job stays)."""
         with self._lock:

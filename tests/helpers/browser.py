@@ -62,6 +62,14 @@ def app_server(runs_dir: Path, port: int | None = None, timeout: float = 60.0,
                env: dict[str, str] | None = None, root: Path = ROOT) -> Iterator[str]:
     """``streamlit run app.py`` on 127.0.0.1 (``env``: added to its environment) from the checkout at ``root``;
     yields its URL once /_stcore/health answers ok."""
+    with app_process(runs_dir, port, timeout, env, root) as (url, _proc):
+        yield url
+
+
+@contextlib.contextmanager
+def app_process(runs_dir: Path, port: int | None = None, timeout: float = 60.0,
+                env: dict[str, str] | None = None, root: Path = ROOT) -> Iterator[tuple[str, subprocess.Popen]]:
+    """:func:`app_server`, yielding its process too (e.g. to kill it as a machine dying would)."""
     port = port or free_port()
     env = {**os.environ, "ATTENTION_PLAYGROUND_RUNS": str(runs_dir), **(env or {})}
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1", "--server.port",
@@ -83,7 +91,7 @@ def app_server(runs_dir: Path, port: int | None = None, timeout: float = 60.0,
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"streamlit did not start:\n{b''.join(log).decode(errors='replace')[-3000:]}")
             time.sleep(0.2)
-        yield url
+        yield url, proc
     finally:
         proc.send_signal(signal.SIGTERM)
         try:

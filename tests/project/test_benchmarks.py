@@ -76,3 +76,13 @@ def test_every_benchmark_script_has_a_quick_run_that_a_test_runs(script):
     """A script a person can start (it has a ``__main__`` block) has ``--quick``, and a test above runs it."""
     assert '"--quick"' in (ROOT / "benchmarks" / script).read_text()
     assert f'run_benchmark("benchmarks/{script}", "--quick"' in Path(__file__).read_text()
+
+
+def test_the_engine_benchmark_runs_quick():
+    """The shared queue beside the local job host: a real redis-server and a worker, started and stopped by it."""
+    figures = run_benchmark("benchmarks/engine.py", "--quick")
+    assert figures["quick"] is True and figures["rounds"] == 2
+    for backend in ("local", "shared_queue"):
+        got = figures[backend]
+        assert 0 < got["started_s"] <= got["first_step_s"] <= got["ended_s"], (backend, got)
+    assert figures["shared_queue"]["report_latency_ms_median"] >= 0

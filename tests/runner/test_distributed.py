@@ -214,3 +214,40 @@ def test_commands_sent_before_the_job_starts_apply_when_it_does(broker, tmp_path
     finally:
         w.stop()
     assert os.environ.get(distributed.BROKER_ENV) is None  # the tests never point the app at it by accident
+
+
+def test_without_a_broker_trainings_stay_on_this_machine(monkeypatch):
+    from runner import jobs, queue
+
+    monkeypatch.delenv(distributed.BROKER_ENV, raising=False)
+    monkeypatch.delenv("ATTENTION_PLAYGROUND_MAX_TRAININGS", raising=False)
+    host = object()
+    monkeypatch.setattr(jobs.JobHost, "get", classmethod(lambda cls: host))
+    assert distributed.broker_url() is None and jobs.default_backend() is host
+    assert queue.default_slots() == (os.cpu_count() or 1)
+    monkeypatch.setenv(distributed.BROKER_ENV, "redis://127.0.0.1:1/0")
+    assert isinstance(jobs.default_backend(), BrokerBackend) and queue.default_slots() == queue.SHARED_QUEUE_SLOTS
+
+
+@pytest.mark.e2e
+def test_redis_restarting_says_so_and_loses_no_saved_run(tmp_path):
+    server = RedisServer(tmp_path)  # its own: this test stops it
+    w = Worker(server.url, tmp_path).wait_ready()
+    try:
+        done = BrokerBackend(server.url).start(JobRequest(spec(epochs=2), tmp_path, "before", 1, 90.0, 0))
+        assert isinstance(_all_reports(done)[-1], Ended)
+        before = (tmp_path / "before" / "model.safetensors").read_bytes()
+        job = TrainingJob(spec(epochs=100_000), tmp_path, "inflight", backend=lambda: BrokerBackend(server.url))
+        job.start()
+        wait_for(lambda: job.status().state == "running" and job.status().epochs_recorded > 2, 120, "the job to train")
+        server.stop()  # the broker goes away mid-training
+        job.join(distributed.LOST_AFTER + 60)
+        assert job.status().state == "failed" and "lost the training queue" in job.message, job.message
+        # its worker could not reach the broker either: it stopped the training and saved what it had learned
+        wait_for(lambda: (tmp_path / "inflight" / "config.json").exists(), 60, "the in-flight run to be saved")
+        assert load_run(tmp_path / "inflight").history.status == "stopped"
+        assert (tmp_path / "before" / "model.safetensors").read_bytes() == before  # a finished run: untouched
+        assert load_run(tmp_path / "before").history.status == "finished"
+    finally:
+        w.stop()
+        server.stop()

@@ -1,0 +1,84 @@
+"""End to end in headless Chromium, beyond one server (issue 29): two app servers behind nginx with sticky sessions
+(``deploy/nginx-replicas.conf``), one shared queue (a real redis-server, a worker as a process), one runs folder,
+shared mode.
+
+Alice opens the proxy's address, uploads a CSV and starts a long training, which the worker takes. The replica that
+serves her is killed (as its machine dying would). Alice opens her link again: the proxy sends her to the other
+replica, where her training is, still running; she stops it and finds her run saved. Bob, a learner of his own,
+never sees anything of hers.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import signal
+
+from tests.browser.test_shared_mode import learner_csv, no_traceback, screenshots_on_failure
+from tests.helpers.broker import RedisServer, Worker
+from tests.helpers.browser import (
+    E2E,
+    app_process,
+    custom_without_patience,
+    launch_chromium,
+    learner_page,
+    open_as_new_learner,
+    shot,
+    start_training,
+    upload_csv,
+)
+from tests.helpers.proxy import nginx
+
+pytestmark = E2E
+LONG = 5000  # epochs, patience off: far more than the test waits for
+WAIT = 120_000  # ms
+
+
+def test_a_training_started_on_a_replica_that_dies_is_found_running_on_the_other(tmp_path):
+    runs = tmp_path / "runs"
+    broker = RedisServer(tmp_path)
+    worker = Worker(broker.url, tmp_path).wait_ready()
+    env = {"ATTENTION_PLAYGROUND_SHARED": "1", "ATTENTION_PLAYGROUND_BROKER": broker.url,
+           "ATTENTION_PLAYGROUND_CACHE": str(tmp_path / "cache")}
+    from playwright.sync_api import sync_playwright
+
+    try:
+        with sync_playwright() as pw, launch_chromium(pw) as browser, \
+                app_process(runs, env=env, timeout=120) as (url_a, proc_a), \
+                app_process(runs, env=env, timeout=120) as (url_b, proc_b), \
+                nginx([url_a.removeprefix("http://"), url_b.removeprefix("http://")], tmp_path) as proxy:
+            replicas = {url_a.removeprefix("http://"): proc_a, url_b.removeprefix("http://"): proc_b}
+            alice, bob = learner_page(browser), learner_page(browser)
+            with screenshots_on_failure(tmp_path / "screenshots", {"alice": alice, "bob": bob}):
+                first = alice.goto(f"{proxy}/Train").headers["x-replica"]
+                link = open_as_new_learner(alice, proxy, "Train")
+                assert alice.goto(link).headers["x-replica"] == first  # sticky: her browser, her replica
+                upload_csv(alice, learner_csv(tmp_path, "alice"), LONG)
+                custom_without_patience(alice, LONG)
+                start_training(alice)
+                alice.get_by_text(re.compile(rf"running · epoch \d+/{LONG}")).first.wait_for(timeout=WAIT)
+                alice.get_by_text(re.compile(rf"running · epoch (\d\d+)/{LONG}")).first.wait_for(timeout=WAIT)
+
+                replicas[first].send_signal(signal.SIGKILL)  # her replica dies with the page open
+                replicas[first].wait(10)
+
+                again = alice.goto(link.replace("/?", "/Train?", 1))  # her link, through the proxy: the other replica
+                assert again.headers["x-replica"] != first
+                main = alice.get_by_test_id("stMain")
+                main.get_by_text(re.compile(rf"running · epoch \d+/{LONG}")).first.wait_for(timeout=WAIT)
+                no_traceback(alice)
+                shot(alice, "replica_b_finds_the_training")
+                main.get_by_role("button", name="Stop").click()
+                main.get_by_text(re.compile(rf"Training stopped after \d+ of {LONG} epochs\. Saved as run custom-alice\.")) \
+                    .wait_for(timeout=WAIT)
+                no_traceback(alice)
+
+                open_as_new_learner(bob, proxy, "Train")  # another learner
+                bob.get_by_test_id("stMain").get_by_text("Upload a CSV").wait_for()
+                assert "alice" not in bob.inner_text("body")
+        saved = [r.name for w in (runs / "workspaces").iterdir() for r in w.iterdir() if (r / "config.json").exists()]
+        assert saved == ["custom-alice"]
+    finally:
+        worker.stop()
+        broker.stop()
+        shutil.rmtree(tmp_path / "cache", ignore_errors=True)

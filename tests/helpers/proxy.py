@@ -1,0 +1,62 @@
+"""nginx in front of app replicas, for tests: ``deploy/nginx-replicas.conf`` as the docs give it, its ports and
+paths replaced (Debian's nginx: scripts/test.sh installs it)."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from tests.helpers.broker import ROOT, free_port, wait_for
+
+CONF = ROOT / "deploy" / "nginx-replicas.conf"
+
+
+def replicas_conf(replicas: Sequence[str], port: int, folder: Path) -> str:
+    """The recipe's text for ``replicas`` (``host:port`` each), listening on ``port``, its files in ``folder``."""
+    text = CONF.read_text()
+    servers = [line for line in text.splitlines() if line.strip().startswith("server 127.0.0.1:85")]
+    assert len(servers) == 2, "deploy/nginx-replicas.conf lists two replicas"
+    indent, rest = servers[0].split("server ", 1)
+    options = rest.split(" ", 1)[1]
+    text = text.replace("\n".join(servers), "\n".join(f"{indent}server {r} {options}" for r in replicas))
+    for old, new in (("listen 127.0.0.1:8080;", f"listen 127.0.0.1:{port};"),
+                     ("/var/log/nginx/attention-playground-error.log", str(folder / "nginx-error.log")),
+                     ("/run/attention-playground-nginx.pid", str(folder / "nginx.pid"))):
+        assert old in text, old
+        text = text.replace(old, new)
+    temp = "".join(f"    {kind}_temp_path {folder / kind};\n" for kind in ("client_body", "proxy", "fastcgi", "uwsgi",
+                                                                             "scgi"))
+    return text.replace("http {\n", "http {\n" + temp, 1)
+
+
+@contextlib.contextmanager
+def nginx(replicas: Sequence[str], folder: Path) -> Iterator[str]:
+    """nginx on a free port in front of ``replicas``; yields its URL."""
+    exe = shutil.which("nginx") or "/usr/sbin/nginx"
+    assert Path(exe).exists(), "nginx is missing: apt-get install nginx (scripts/test.sh does)"
+    port = free_port()
+    conf = folder / "nginx.conf"
+    conf.write_text(replicas_conf(replicas, port, folder))
+    test = subprocess.run([exe, "-t", "-c", str(conf), "-p", str(folder)], capture_output=True, text=True)
+    assert test.returncode == 0, test.stderr
+    proc = subprocess.Popen([exe, "-c", str(conf), "-p", str(folder), "-g", "daemon off;"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def listening() -> bool:
+        assert proc.poll() is None, (folder / "nginx-error.log").read_text()
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    try:
+        wait_for(listening, 20, "nginx to listen")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
