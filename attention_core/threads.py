@@ -259,7 +259,9 @@ class FollowFreeCores:
     ) -> None:
         usable = usable_cores()
         self.cores = cores if cores is not None else len(usable)
-        self.most = max(1, min(most if most is not None else torch.get_num_threads(), self.cores))
+        # Not torch.get_num_threads(): an earlier follower in this process may have left it at 1 (quality.py trains
+        # set after set in one process; each would have been held to 1 thread for good).
+        self.most = max(1, min(most if most is not None else self.cores, self.cores))
         self._others = others if others is not None else OtherProcessesCpu(usable)
         self.check_every, self._set, self._clock = check_every, set_threads, clock
         self.limit = self.most

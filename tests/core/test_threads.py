@@ -235,3 +235,18 @@ def test_follow_free_cores_never_exceeds_its_most_nor_sets_the_same_count_twice(
     follow = FollowFreeCores(1, others=lambda: 0.0, cores=8, check_every=0.0, set_threads=calls.append,
                              clock=lambda: 0.0)
     assert [follow() for _ in range(3)] == [1, 1, 1] and calls == [1]
+
+
+def test_a_new_follower_is_not_held_to_the_thread_count_an_earlier_one_left(monkeypatch):
+    """quality.py fine-tunes set after set in one process: a follower that ended at 1 thread (a busy moment) left torch
+    at 1, and the next follower took that as its most — every later set trained on one thread of two."""
+    import torch
+
+    previous = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)  # as an earlier follower leaves it
+        follow = FollowFreeCores(others=lambda: 0.0, cores=2, check_every=0.0, set_threads=lambda n: None,
+                                 clock=lambda: 0.0)
+        assert follow.most == 2 and follow() == 2
+    finally:
+        torch.set_num_threads(previous)
