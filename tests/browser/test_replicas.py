@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 import shutil
 import signal
+import time
+from pathlib import Path
 
 from tests.browser.test_shared_mode import learner_csv, no_traceback, screenshots_on_failure
 from tests.helpers.broker import RedisServer, Worker
@@ -82,3 +84,78 @@ def test_a_training_started_on_a_replica_that_dies_is_found_running_on_the_other
         worker.stop()
         broker.stop()
         shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+
+
+def test_four_learners_two_replicas_two_workers_a_replica_and_a_worker_killed(tmp_path):
+    """The class of issue 29: four learners in shared mode behind nginx, two replicas, two workers of one slot each
+    (two train, two wait in line). The replica serving most of them is killed, and the worker training one of the
+    others. Each learner reopens their link (the proxy sends them to the replica left), finds their training, stops
+    it once it trains, and keeps their run; nobody ever sees another's."""
+    runs, names = tmp_path / "runs", ("ann", "ben", "cat", "dan")
+    broker = RedisServer(tmp_path)
+    workers = [Worker(broker.url, tmp_path).wait_ready() for _ in range(2)]
+    env = {"ATTENTION_PLAYGROUND_SHARED": "1", "ATTENTION_PLAYGROUND_BROKER": broker.url,
+           "ATTENTION_PLAYGROUND_CACHE": str(tmp_path / "cache")}
+    from playwright.sync_api import sync_playwright
+
+    try:
+        with sync_playwright() as pw, launch_chromium(pw) as browser, \
+                app_process(runs, env=env, timeout=120) as (url_a, proc_a), \
+                app_process(runs, env=env, timeout=120) as (url_b, proc_b), \
+                nginx([url_a.removeprefix("http://"), url_b.removeprefix("http://")], tmp_path) as proxy:
+            replicas = {url_a.removeprefix("http://"): proc_a, url_b.removeprefix("http://"): proc_b}
+            pages = {name: learner_page(browser) for name in names}
+            with screenshots_on_failure(tmp_path / "screenshots", pages):
+                links, served = {}, {}
+                for name, page in pages.items():
+                    served[name] = page.goto(f"{proxy}/Train").headers["x-replica"]
+                    links[name] = open_as_new_learner(page, proxy, "Train")
+                    upload_csv(page, learner_csv(tmp_path, name), LONG)
+                    custom_without_patience(page, LONG)
+                for page in pages.values():
+                    start_training(page)
+                for page in pages.values():  # two train on the two workers, two wait in line
+                    page.get_by_text(re.compile(rf"running · epoch \d+/{LONG}|Waiting for a free slot")).first \
+                        .wait_for(timeout=WAIT)
+                training = [n for n, p in pages.items() if p.get_by_text(re.compile(r"running · epoch")).count()]
+                assert len(training) <= 2
+
+                doomed = max(replicas, key=lambda r: sum(s == r for s in served.values()))
+                replicas[doomed].send_signal(signal.SIGKILL)
+                replicas[doomed].wait(10)
+                busy = [w for w in workers if w.names() and _horse_of(w)]
+                assert busy, "a worker is training"
+                busy[0].kill()  # its machine dies: its training starts again on the other worker, later
+
+                for name, page in pages.items():  # each reopens their link: the replica left
+                    again = page.goto(links[name].replace("/?", "/Train?", 1))
+                    assert again.headers["x-replica"] != doomed
+                left, deadline = set(names), time.monotonic() + 600
+                while left:  # whoever trains stops (their run saved), which lets the next in line train
+                    assert time.monotonic() < deadline, f"still not stopped: {sorted(left)}"
+                    for name in sorted(left):
+                        page = pages[name]  # nothing of another learner: their runs, their CSVs
+                        others = "|".join(rf"custom-{n}\b|\b{n}\.csv" for n in names if n != name)
+                        main = page.get_by_test_id("stMain")
+                        assert not re.search(others, page.inner_text("body")), name
+                        no_traceback(page)
+                        if not main.get_by_text(re.compile(rf"running · epoch \d+/{LONG}")).count():
+                            continue
+                        main.get_by_role("button", name="Stop").click()
+                        main.get_by_text(re.compile(rf"Training stopped after \d+ of {LONG} epochs\. Saved as run "
+                                                    rf"custom-{name}\.")).wait_for(timeout=WAIT)
+                        left.discard(name)
+                    pages[names[0]].wait_for_timeout(500)  # the pages redraw themselves meanwhile
+        saved = sorted(r.name for w in (runs / "workspaces").iterdir() for r in w.iterdir() if (r / "config.json").exists())
+        assert saved == [f"custom-{n}" for n in names]  # every learner's run, once, each in a workspace of its own
+        assert len(list((runs / "workspaces").iterdir())) == 4
+    finally:
+        for w in workers:
+            w.stop()
+        broker.stop()
+
+
+def _horse_of(worker: Worker) -> bool:
+    """The worker has a work horse (a child process): it is training."""
+    children = Path(f"/proc/{worker.process.pid}/task/{worker.process.pid}/children")
+    return bool(children.exists() and children.read_text().split())
