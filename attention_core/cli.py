@@ -32,7 +32,20 @@ if TYPE_CHECKING:
 EXIT_BAD_INPUT = 2
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's, wrapping lines between words only: never inside "warm-up" or "all-MiniLM-L6-v2"."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:  # one line, status 2, no usage dump
         self.exit(EXIT_BAD_INPUT, f"error: {message} — see `{self.prog} --help`\n")
 
@@ -239,8 +252,9 @@ def _train_into(args: argparse.Namespace, out: Path) -> dict:
     from attention_core.runs import save_new_run, save_run
     from attention_core.training import Trainer
 
+    device = check_device(args.device)  # before the data is read: a wrong device is the whole error
     model_cfg, train_cfg, dataset, embeddings = training_parts(args)
-    trainer = Trainer(model_cfg, train_cfg, dataset, embeddings, device=check_device(args.device))
+    trainer = Trainer(model_cfg, train_cfg, dataset, embeddings, device=device)
 
     def interrupt(signum: int, frame: object) -> None:  # Ctrl-C: stop cleanly and save what was learned
         print("\nstopping after this step (Ctrl-C again to abort)…", file=sys.stderr)

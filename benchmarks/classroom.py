@@ -18,13 +18,16 @@ starts a training within a few seconds of the others. Measured in the same run:
 Learners per core, the method: the largest N of the runs made (``--learners``) for which every
 training finished, health p95 < 100 ms and the typing learner's p95 ≤ 500 ms, divided by the cores.
 Run: ``python benchmarks/classroom.py [--learners 8] [--rows 1000] [--epochs 10]``; prints a table
-and a last JSON line. ``--quick``: a smoke run (2 learners, 120 rows, 2 epochs).
+and a last JSON line. ``--quick``: a smoke run (2 learners, 120 rows, 2 epochs). ``--engine``: the same class
+beyond one server, on this machine (issue 29): a redis-server, two workers of one slot, two replicas behind nginx;
+memory and CPU then count every replica and worker.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import csv
 import json
 import os
@@ -81,19 +84,48 @@ def _our_processes() -> set[int]:
 
 
 def server_cpu_seconds() -> float:
-    """CPU seconds (user + system) the Streamlit server process has used so far, its training processes
-    not counted: one Python process whose sessions share one interpreter lock, so near 1 core it is
-    the bottleneck of every page."""
-    tick = os.sysconf("SC_CLK_TCK")
+    """CPU seconds (user + system) the Streamlit server processes have used so far (with ``--engine``: every
+    replica's, summed), their training processes not counted: one Python process whose sessions share one
+    interpreter lock, so near 1 core it is the bottleneck of every page."""
+    tick, total, found = os.sysconf("SC_CLK_TCK"), 0.0, False
     for pid in _our_processes():
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             if "streamlit" in cmd and "runner.worker" not in cmd:
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                return (int(fields[11]) + int(fields[12])) / tick
+                total, found = total + (int(fields[11]) + int(fields[12])) / tick, True
         except OSError:
             continue
-    return float("nan")
+    return total if found else float("nan")
+
+
+@contextlib.contextmanager
+def serving(runs: Path, env: dict[str, str], folder: Path, engine: bool, replicas: int, workers: int, slots: int):
+    """The app for the class: one server (as before), or with ``engine`` the shape beyond one server on this machine —
+    a redis-server, ``workers`` workers of ``slots`` slots, ``replicas`` app servers behind nginx with sticky
+    sessions (deploy/nginx-replicas.conf); yields the address the learners open."""
+    if not engine:
+        with app_server(runs, env=env, timeout=120) as url:
+            yield url
+        return
+    from tests.helpers.broker import RedisServer, Worker
+    from tests.helpers.browser import app_process
+    from tests.helpers.proxy import nginx
+
+    broker = RedisServer(folder)
+    started = []
+    try:
+        started = [Worker(broker.url, folder, "--slots", str(slots)) for _ in range(workers)]
+        for w in started:
+            w.wait_ready()
+        with contextlib.ExitStack() as stack:
+            env = {**env, "ATTENTION_PLAYGROUND_BROKER": broker.url}
+            urls = [stack.enter_context(app_process(runs, env=env, timeout=120))[0] for _ in range(replicas)]
+            yield stack.enter_context(nginx([u.removeprefix("http://") for u in urls], folder))
+    finally:
+        for w in started:
+            w.stop()
+        broker.stop()
 
 
 def resident_mb() -> float:
@@ -102,7 +134,7 @@ def resident_mb() -> float:
     for pid in _our_processes():
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            if "streamlit" not in cmd and "runner.worker" not in cmd:
+            if "streamlit" not in cmd and "runner.worker" not in cmd and "runner worker" not in cmd:
                 continue
             status = Path(f"/proc/{pid}/status").read_text()
         except OSError:
@@ -188,6 +220,12 @@ def main() -> None:
                     help="run the training learners' Chromium at nice N, the typing learner's in a Chromium of its "
                          "own at 0: as if the learners' browsers ran on their own machines, as in a class "
                          "(default 0: one Chromium for all, everything on this machine's cores)")
+    ap.add_argument("--engine", action="store_true",
+                    help="beyond one server, on this machine: a redis-server, --workers workers of --slots slots, "
+                         "--replicas app servers behind nginx (issue 29); the learners open nginx's address")
+    ap.add_argument("--replicas", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--slots", type=int, default=1, help="each worker's trainings at once")
     ap.add_argument("--quick", action="store_true", help="a smoke run: 2 learners, 120 rows, 2 epochs")
     args = ap.parse_args()
     if args.quick:
@@ -201,7 +239,8 @@ def main() -> None:
         env = {"ATTENTION_PLAYGROUND_SHARED": "1"}
         if args.max_trainings:
             env["ATTENTION_PLAYGROUND_MAX_TRAININGS"] = str(args.max_trainings)
-        with app_server(runs, env=env, timeout=120) as url, sync_playwright() as pw:
+        with serving(runs, env, tmp, args.engine, args.replicas, args.workers, args.slots) as url, \
+                sync_playwright() as pw:
             browser = launch_browser(pw, nice=args.learner_browsers_nice)
             typist_browser = launch_browser(pw) if args.learner_browsers_nice else browser
             learners = [learner_page(browser, timeout_ms=300_000) for _ in range(args.learners)]
@@ -270,6 +309,7 @@ def main() -> None:
 
     latencies = [ms for _, ms in checks]
     result = {
+        "engine": {"replicas": args.replicas, "workers": args.workers, "slots": args.slots} if args.engine else None,
         "learners": args.learners, "learner_browsers_nice": args.learner_browsers_nice,
         "rows": args.rows, "epochs": args.epochs, "cores": os.cpu_count(),
         "all_finished": len(finished_at) == len(learners), "finished_at_s": sorted(round(v, 1) for v in finished_at.values()),
@@ -305,7 +345,8 @@ def main() -> None:
          f"the browser's share {result['browser_share_ms_idle']} ms"),
         ("  browsers elsewhere: server p95 + browser idle", f"{result['class_estimate_ms_p95']} ms (goal ≤ {TYPING_P95_MS:.0f})"),
         ("server + trainings, resident memory peak", f"{result['server_memory_peak_mb']} MB"),
-        ("server process CPU during the load", f"{result['server_process_cores']} cores (one interpreter lock)"),
+        ("server process CPU during the load", f"{result['server_process_cores']} cores (one interpreter lock"
+                                               f"{' each; replicas summed' if args.engine else ''})"),
         ("learners per core held (all on this machine)", result["learners_per_core_held"]),
         ("learners per core held (browsers elsewhere)", result["learners_per_core_held_browsers_elsewhere"]),
     ]

@@ -40,6 +40,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -59,6 +60,9 @@ MONITOR_EVERY = 5
 ABANDONED_AFTER = 30
 MAINTENANCE_EVERY = 10
 POLL = 1.0  # seconds a watcher waits for a report before it looks at the job's place in the queue
+RETELL_EVERY = 5.0  # seconds between reports of an unchanged place (its wait estimate counts down)
+DURATIONS = "attention-playground:durations"  # the last trainings' durations (seconds), for the wait estimate
+RECENT = 20
 LOST_AFTER = 15.0  # seconds of an unreachable broker before a watcher says the training's fate is unknown
 log = logging.getLogger(__name__)
 
@@ -238,6 +242,38 @@ def live_journal_ids(url: str) -> frozenset[str]:
     return frozenset(live)
 
 
+def _wait_estimate(client, place: int) -> tuple[int, float | None]:
+    """The queue's workers (trainings at once) and about how long until the job at ``place`` starts: each slot
+    frees after its running training's typical time left (the mean of the last trainings' durations, minus its time
+    so far), each job ahead then takes the slot that frees first for a typical time (as ``runner.queue``'s
+    estimate). None while no duration is known, or no worker runs."""
+    import heapq
+
+    from rq import Worker
+    from rq.job import Job
+    from rq.registry import StartedJobRegistry
+
+    queue = _queue(client)
+    slots = Worker.count(queue=queue)
+    durations = [float(d) for d in client.lrange(DURATIONS, 0, RECENT - 1)]
+    if not slots or not durations:
+        return slots, None
+    typical = sum(durations) / len(durations)
+    running = StartedJobRegistry(queue=queue).get_job_ids()
+    free = []
+    for job in Job.fetch_many(running[:slots], connection=client):
+        started = job.started_at if job is not None else None
+        if started is not None and started.tzinfo is None:
+            started = started.replace(tzinfo=UTC)  # RQ keeps UTC
+        elapsed = (datetime.now(UTC) - started).total_seconds() if started is not None else 0.0
+        free.append(max(0.0, typical - elapsed))
+    free += [0.0] * max(0, slots - len(free))
+    heapq.heapify(free)
+    for _ in range(place - 1):
+        heapq.heappush(free, heapq.heappop(free) + typical)
+    return slots, free[0]
+
+
 def watch(url: str, job_id: str) -> BrokerChannel:
     """The line of a job already in the queue (``job_id``), its reports read from the first: for a page on
     another app server than the one that submitted it."""
@@ -257,6 +293,7 @@ class BrokerChannel:
         self._last = "0-0"  # the last report read
         self._pending: deque[Report] = deque()
         self._place: int | None = None
+        self._told = 0.0  # when its place was last reported
         self._final = False  # its last report (Ended or Failed) was read
         self._unreachable_since: float | None = None
 
@@ -345,9 +382,11 @@ class BrokerChannel:
         if status in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED):
             position = job.get_position()
             place = position + 1 if position is not None else 1
-            if place != self._place:
-                self._place = place
-                return Queued(place)
+            now = time.monotonic()
+            if place != self._place or now - self._told >= RETELL_EVERY:
+                self._place, self._told = place, now
+                slots, wait = _wait_estimate(self.client, place)
+                return Queued(place, wait, slots)
             return None
         if status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
             self._read(block_ms=None)
@@ -445,7 +484,11 @@ def perform(job_id: str, payload: bytes) -> str:
     if attempt > 1:
         line.send(Restarted(f"its worker stopped mid-training, so it was started again from the beginning on "
                             f"{socket.gethostname()} (attempt {attempt} of {RETRIES + 1})"))
+    started = time.monotonic()
     run_job(line, request, device=_device)
+    with contextlib.suppress(Exception):  # for the wait estimate of those in line
+        client.lpush(DURATIONS, round(time.monotonic() - started, 1))
+        client.ltrim(DURATIONS, 0, RECENT - 1)
     if request.journal is not None:  # it ended here, whichever app server (if any) still watches it
         with contextlib.suppress(OSError):
             remove_journal_entry(request.runs_dir, request.journal)

@@ -103,6 +103,10 @@ _active_lock = threading.Lock()
 _journaled: set[str] = set()  # journal entry ids of this server's jobs that have not ended
 
 
+NO_WORKER = ("no worker takes trainings from the shared queue right now: it starts when one does (whoever runs the "
+             "server can start one: attention-playground worker)")
+
+
 def active_jobs() -> int:
     """How many training jobs this server is running now (all sessions)."""
     return _active_jobs
@@ -546,10 +550,14 @@ class TrainingJob:
             return False
         with self._lock:
             match report:
-                case Queued(place, wait):  # waiting in a shared queue (runner.distributed)
+                case Queued(place, wait, workers):  # waiting in a shared queue (runner.distributed)
                     self._queued = (place, wait)
                     if self.state == "running":  # back in line: the queue found its worker dead
                         self.message = "its worker stopped: it waits in line to start again on another worker"
+                    elif workers == 0:
+                        self.message = NO_WORKER
+                    elif self.message == NO_WORKER:
+                        self.message = ""
                     if self.state in ("starting", "running"):
                         self.state = "waiting"
                 case Restarted(message):  # its worker died: it trains again from the start on another one

@@ -85,6 +85,7 @@ class Queued:
 
     place: int  # 1 = next to start
     wait_seconds: float | None = None  # about how long until it starts (None: unknown)
+    workers: int | None = None  # trainings the queue's workers run at once (0: no worker takes trainings now)
 
 
 @dataclass(frozen=True)

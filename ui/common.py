@@ -267,7 +267,9 @@ def run_caption(run: Run) -> str:
     elif head_untrained(run):
         kind = "pretrained, word pieces"
     else:
-        kind = f"fine-tuned from {base} (top {cfg.n_layers - cfg.frozen_layers} of {cfg.n_layers} layers)"
+        trained = (f"all {cfg.n_layers} layers" if cfg.frozen_layers == 0
+                   else f"top {cfg.n_layers - cfg.frozen_layers} of {cfg.n_layers} layers")
+        kind = f"fine-tuned from {base} ({trained})"
     untrained = " (the classifier head is untrained: they mean nothing yet)" if head_untrained(run) else ""
     return f"**{run.name}** · {size} · {kind} · labels: {', '.join(run.label_names)}{untrained}"
 

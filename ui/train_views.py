@@ -277,8 +277,9 @@ def live_view(job: TrainingJob, every: float | None, *, waiting: bool = False) -
     its place in line while it waits in the server's queue (``waiting``: as the page was drawn)."""
     snap = job.status()
     if snap.state == "waiting":
-        st.info(f"Waiting for a free slot: {in_line(snap)}. It starts by itself; you may read other pages meanwhile.",
-                icon=":material/hourglass_top:")
+        why = f"{snap.message[0].upper()}{snap.message[1:]}. " if snap.message else ""  # e.g. its worker stopped
+        st.info(f"Waiting for a free slot: {in_line(snap)}. {why}It starts by itself; you may read other pages "
+                "meanwhile.", icon=":material/hourglass_top:")
         return
     if waiting and every is not None:  # its turn came (or it was cancelled): draw the page's buttons again
         st.rerun(scope="app")
@@ -317,8 +318,10 @@ def finished(job: TrainingJob) -> None:
         from attention_core.pretrained import base_title
 
         cfg, base = job.model_config, base_title(job.model_config.base)
-        st.caption(f"Fine-tuned from the pretrained **{base}**: its top {cfg.n_layers - cfg.frozen_layers} of "
-                   f"{cfg.n_layers} layers and a new classifier head trained. The run keeps only the weights that "
+        trained = (f"all {cfg.n_layers} layers" if cfg.frozen_layers == 0
+                   else f"its top {cfg.n_layers - cfg.frozen_layers} of {cfg.n_layers} layers")
+        st.caption(f"Fine-tuned from the pretrained **{base}**: {trained} and a new classifier head trained. The run "
+                   "keeps only the weights that "
                    f"trained and names its base, so it opens where {base} is installed (its zip holds no copy of it).")
     if job.run is not None and job.run.history.epochs:
         st.header("3 · Results")

@@ -59,7 +59,7 @@ def test_pick_the_pretrained_encoder_on_home_fine_tune_it_and_inspect_the_run(se
 
 
 def test_a_fine_tuned_run_over_the_csv_upload_limit_uploads_as_a_run(tmp_path):
-    """A fine-tuned encoder's run zips to more than the 25 MB a CSV may have (server.maxUploadSize): its two layers'
+    """A fine-tuned encoder's run zips to more than the 25 MB a CSV may have (server.maxUploadSize): its trained layers'
     weights and their snapshots. The run uploader has the run archive's own limit (run_folders.MAX_ZIP_BYTES); with
     the CSVs' limit the browser refused the file the app had just offered to download."""
     from attention_core import Trainer, dataset_from_lists, save_run

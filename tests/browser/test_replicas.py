@@ -16,15 +16,17 @@ import signal
 import time
 from pathlib import Path
 
-from tests.browser.test_shared_mode import learner_csv, no_traceback, screenshots_on_failure
 from tests.helpers.broker import RedisServer, Worker
 from tests.helpers.browser import (
     E2E,
     app_process,
     custom_without_patience,
     launch_chromium,
+    learner_csv,
     learner_page,
+    no_traceback,
     open_as_new_learner,
+    screenshots_on_failure,
     shot,
     start_training,
     upload_csv,

@@ -13,7 +13,6 @@ On a failure, each learner's page is saved as a screenshot in the test's tempora
 
 from __future__ import annotations
 
-import contextlib
 import re
 import shutil
 import time
@@ -22,14 +21,16 @@ from pathlib import Path
 from tests.helpers.browser import (
     CHROMIUM,
     E2E,
-    ROOT,
     app_server,
     custom_without_patience,
     free_port,
     launch_chromium,
+    learner_csv,
     learner_page,
+    no_traceback,
     open_as_new_learner,
     picker_options,
+    screenshots_on_failure,
     shot,
     start_training,
     upload_csv,
@@ -44,18 +45,6 @@ TEACHER = "teacher-token-of-the-test-0123456789"
 LONG = 5000  # Alice's epochs, patience off: far more than the test waits for (she stops once the others are in line)
 SHORT = 3  # Carol's and Bob's epochs
 WAIT = 120_000  # ms: the deadline of a step that waits for a training (2 busy cores, shared with other jobs)
-
-
-def learner_csv(folder: Path, name: str) -> Path:
-    """small.csv (the seed's 39 reviews) under the learner's name: their run is named after it."""
-    path = folder / f"{name}.csv"
-    shutil.copyfile(ROOT / "data" / "small.csv", path)
-    return path
-
-
-def no_traceback(page) -> None:
-    error = page.get_by_test_id("stException")
-    assert not error.count(), error.first.inner_text()
 
 
 def runs_table(main) -> list[str]:
@@ -102,20 +91,6 @@ def sees_only(page, link: str, own: list[str], others: list[str], published: tup
     assert manageable_runs(page) == own
     assert not hidden.search(page.inner_text("body"))
     no_traceback(page)
-
-
-@contextlib.contextmanager
-def screenshots_on_failure(folder: Path, pages: dict):
-    """On an exception, a full-page screenshot of each page in ``folder``, while the server still runs."""
-    try:
-        yield
-    except BaseException:
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, page in pages.items():
-            with contextlib.suppress(Exception):
-                page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
-        print(f"screenshots of the learners' pages: {folder}")
-        raise
 
 
 def test_two_learners_one_in_line_a_restart_and_a_published_run(tmp_path):

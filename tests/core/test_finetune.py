@@ -23,7 +23,9 @@ LABELS = ["pos", "neg", "pos", "neg", "pos", "neg"] * 6
 
 @pytest.fixture(scope="module")
 def finetuned(emb):
-    model_cfg, train_cfg = preset("finetune", epochs=2, max_tokens=16, batch_size=12, probes=("a great phone",))
+    # The top 2 layers train (the preset trains all 6: frozen layers are what these tests look at)
+    model_cfg, train_cfg = preset("finetune", epochs=2, max_tokens=16, batch_size=12, probes=("a great phone",),
+                                  frozen_layers=4)
     run = Trainer(model_cfg, train_cfg, dataset_from_lists(TEXTS, LABELS), emb).run()
     return run
 

@@ -116,3 +116,9 @@ def test_the_finetune_presets_sizes_are_the_bundled_checkpoints() -> None:
 
     p = PRESETS["finetune"].model
     assert p == base_model_config("minilm", frozen_layers=p.frozen_layers, freeze_embeddings=p.freeze_embeddings)
+
+
+def test_the_finetune_preset_trains_every_layer_and_keeps_the_word_pieces_as_pretrained() -> None:
+    """Chosen on the tuning sets' validation splits (benchmarks/README.md, "Fine-tuning's quality", second round)."""
+    model = PRESETS["finetune"].model
+    assert model.frozen_layers == 0 and model.freeze_embeddings and PRESETS["finetune"].train.lr == 2e-4

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -212,3 +213,29 @@ def shot(page, name: str) -> None:
         Path(SHOTS).mkdir(parents=True, exist_ok=True)
         page.wait_for_timeout(800)  # let plotly finish its transition before the picture
         page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
+
+
+def learner_csv(folder: Path, name: str) -> Path:
+    """small.csv (the seed's 39 reviews) under the learner's name: their run is named after it."""
+    path = folder / f"{name}.csv"
+    shutil.copyfile(ROOT / "data" / "small.csv", path)
+    return path
+
+
+def no_traceback(page) -> None:
+    error = page.get_by_test_id("stException")
+    assert not error.count(), error.first.inner_text()
+
+
+@contextlib.contextmanager
+def screenshots_on_failure(folder: Path, pages: dict):
+    """On an exception, a full-page screenshot of each page in ``folder``, while the server still runs."""
+    try:
+        yield
+    except BaseException:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, page in pages.items():
+            with contextlib.suppress(Exception):
+                page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+        print(f"screenshots of the learners' pages: {folder}")
+        raise

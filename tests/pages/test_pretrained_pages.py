@@ -136,7 +136,7 @@ def test_a_fine_tuned_run_on_every_page_names_its_base_and_its_report_fits_its_f
                                                                                                     fine_tuned):
     save_run(fine_tuned, runs_dir / "tuned")
     at = opened("pages/2_Inspect.py", "tuned")
-    assert "fine-tuned from all-MiniLM-L6-v2 (top 2 of 6 layers)" in texts(at, "caption")
+    assert "fine-tuned from all-MiniLM-L6-v2 (all 6 layers)" in texts(at, "caption")
     assert UNTRAINED not in texts(at, "info") and "moments of its training" in texts(at, "caption")  # its time-lapse
     faith = AppTest.from_file(str(ROOT / "pages/7_Faithfulness.py"), default_timeout=240).run()
     assert faith.number_input(key="faith_report_n").value == 600  # the bundled run's validation rows
@@ -159,7 +159,7 @@ def test_the_fine_tuning_form_shows_what_trains_and_maps_its_layers_to_frozen_la
     keys = {w.key for w in at.number_input}
     assert {"train_finetune_p_trained_layers", "train_finetune_p_max_pieces"} <= keys
     assert "train_finetune_p_layers" not in keys and "train_finetune_p_heads" not in keys  # the small model's
-    assert at.number_input(key="train_finetune_p_trained_layers").value == 2  # the preset's top 2 of 6
+    assert at.number_input(key="train_finetune_p_trained_layers").value == 6  # the preset trains all 6
     at.radio(key="train_preset").set_value("Default").run()  # the small model's form is as it was
     assert not at.radio(key="train_vectors").disabled and "train_default_p_layers" in {w.key for w in at.number_input}
 
@@ -192,7 +192,7 @@ def test_fine_tuning_that_would_pass_the_disk_limit_is_refused_before_it_starts(
     from attention_core.pretrained import fine_tuned_run_bytes
 
     model_cfg, train_cfg = preset("finetune")
-    assert 20e6 < fine_tuned_run_bytes(model_cfg, train_cfg.snapshots) < 60e6  # 2 layers: 14 MB and 4 snapshots
+    assert 100e6 < fine_tuned_run_bytes(model_cfg, train_cfg.snapshots) < 160e6  # 6 layers: 43 MB, 4 snapshots
     monkeypatch.setenv("ATTENTION_PLAYGROUND_WORKSPACE_MB", "10")
     at = AppTest.from_file(str(ROOT / "pages/1_Train.py"), default_timeout=240).run()
     at.radio(key="train_preset").set_value(FINETUNE.label).run()

@@ -86,3 +86,10 @@ def test_the_engine_benchmark_runs_quick():
         got = figures[backend]
         assert 0 < got["started_s"] <= got["first_step_s"] <= got["ended_s"], (backend, got)
     assert figures["shared_queue"]["report_latency_ms_median"] >= 0
+
+
+def test_the_classroom_benchmark_runs_quick_through_the_engine():
+    """--engine: two replicas behind nginx, a redis-server and two workers, all started and stopped by it."""
+    figures = run_benchmark("benchmarks/classroom.py", "--quick", "--engine")
+    assert figures["engine"] == {"replicas": 2, "workers": 2, "slots": 1}
+    assert figures["learners"] == 2 and figures["all_finished"] and figures["each_sees_own_run_only"]

@@ -13,7 +13,7 @@ import pytest
 
 from attention_core import ModelConfig, TrainConfig, dataset_from_lists, load_embeddings, load_run
 from attention_core.training import TrainerSpec
-from runner import distributed
+from runner import distributed, jobs
 from runner.distributed import BrokerBackend
 from runner.jobs import TrainingJob
 from runner.protocol import Command, Ended, EpochDone, JobRequest, Queued, Started
@@ -141,7 +141,8 @@ def test_place_in_line_then_cancel_while_waiting_then_a_worker_takes_the_first(b
     wait_for(lambda: a.status().state == "waiting", 30, "a to wait in line")
     b.start()
     wait_for(lambda: b.status().state == "waiting", 30, "b to wait in line")
-    assert (a.status().place, b.status().place) == (1, 2)
+    wait_for(lambda: (a.status().place, b.status().place) == (1, 2), 30, "their places")
+    assert a.message == jobs.NO_WORKER and a.status().wait_seconds is None  # said, not guessed
     b.stop()
     b.join(30)
     assert b.status().state == "cancelled" and "nothing was trained" in b.message and b.run_path is None
@@ -251,3 +252,17 @@ def test_redis_restarting_says_so_and_loses_no_saved_run(tmp_path):
     finally:
         w.stop()
         server.stop()
+
+
+def test_the_wait_in_the_shared_line_counts_the_workers_and_the_last_durations(broker, tmp_path):
+    url = on(broker, 5)
+    client = distributed.connect(url)
+    assert distributed._wait_estimate(client, 1) == (0, None)  # no worker, no duration: nothing to promise
+    w = Worker(url, tmp_path).wait_ready()
+    try:
+        assert distributed._wait_estimate(client, 1) == (1, None)  # a worker, but no training has ended yet
+        client.lpush(distributed.DURATIONS, 10.0, 20.0)  # two trainings ended: 15 s each, typically
+        assert distributed._wait_estimate(client, 1) == (1, 0.0)  # its one slot is free
+        assert distributed._wait_estimate(client, 3) == (1, 30.0)  # two ahead of it, one after the other
+    finally:
+        w.stop()
