@@ -19,6 +19,7 @@ from pathlib import Path
 from tests.helpers.broker import RedisServer, Worker
 from tests.helpers.browser import (
     E2E,
+    ROOT,
     app_process,
     custom_without_patience,
     launch_chromium,
@@ -57,7 +58,9 @@ def test_a_training_started_on_a_replica_that_dies_is_found_running_on_the_other
                 first = alice.goto(f"{proxy}/Train").headers["x-replica"]
                 link = open_as_new_learner(alice, proxy, "Train")
                 assert alice.goto(link).headers["x-replica"] == first  # sticky: her browser, her replica
-                upload_csv(alice, learner_csv(tmp_path, "alice"), LONG)
+                big = tmp_path / "alice.csv"  # 3,000 rows, 0.2 MB: more than nginx keeps in memory (it must stream it)
+                shutil.copyfile(ROOT / "data" / "uci_sentiment_sentences.csv", big)
+                upload_csv(alice, big, LONG)
                 custom_without_patience(alice, LONG)
                 start_training(alice)
                 alice.get_by_text(re.compile(rf"running · epoch \d+/{LONG}")).first.wait_for(timeout=WAIT)
