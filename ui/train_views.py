@@ -277,8 +277,12 @@ def live_view(job: TrainingJob, every: float | None, *, waiting: bool = False) -
     its place in line while it waits in the server's queue (``waiting``: as the page was drawn)."""
     snap = job.status()
     if snap.state == "waiting":
+        if not waiting and every is not None:  # it went into a shared queue's line after the page was drawn: Cancel
+            st.rerun(scope="app")
+        no_worker = snap.message == training_page.NO_WORKER  # then no training ends to make its turn come
+        where = f"{ordinal(snap.place)} in line" if no_worker and snap.place else in_line(snap)
         why = f"{snap.message[0].upper()}{snap.message[1:]}. " if snap.message else ""  # e.g. its worker stopped
-        st.info(f"Waiting for a free slot: {in_line(snap)}. {why}It starts by itself; you may read other pages "
+        st.info(f"Waiting for a free slot: {where}. {why}It starts by itself; you may read other pages "
                 "meanwhile.", icon=":material/hourglass_top:")
         return
     if waiting and every is not None:  # its turn came (or it was cancelled): draw the page's buttons again

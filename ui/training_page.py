@@ -29,6 +29,7 @@ from attention_core.training import TrainerSpec
 from runner import distributed, jobs
 from runner.jobs import (  # noqa: F401 — re-exported for the views
     LIVE_REFRESH,
+    NO_WORKER,
     JobSequence,
     JobStatus,
     TrainingJob,

@@ -164,3 +164,38 @@ def _horse_of(worker: Worker) -> bool:
     """The worker has a work horse (a child process): it is training."""
     children = Path(f"/proc/{worker.process.pid}/task/{worker.process.pid}/children")
     return bool(children.exists() and children.read_text().split())
+
+
+def test_with_no_worker_the_page_says_so_offers_cancel_and_trains_once_one_starts(tmp_path):
+    """A shared queue no worker takes from: the learner is told their place and why nothing moves (not "your turn
+    comes when a training ends": none will), with Cancel and no Pause; a worker started then trains it."""
+    broker = RedisServer(tmp_path)
+    env = {"ATTENTION_PLAYGROUND_SHARED": "1", "ATTENTION_PLAYGROUND_BROKER": broker.url,
+           "ATTENTION_PLAYGROUND_CACHE": str(tmp_path / "cache")}
+    from playwright.sync_api import sync_playwright
+
+    worker = None
+    try:
+        with sync_playwright() as pw, launch_chromium(pw) as browser, app_process(tmp_path / "runs", env=env) as (url, _):
+            page = learner_page(browser)
+            with screenshots_on_failure(tmp_path / "screenshots", {"learner": page}):
+                open_as_new_learner(page, url, "Train")
+                upload_csv(page, learner_csv(tmp_path, "eve"), LONG)
+                custom_without_patience(page, LONG)
+                start_training(page)
+                main = page.get_by_test_id("stMain")
+                info = main.get_by_text(re.compile(r"Waiting for a free slot: 1st in line\. No worker takes trainings"))
+                info.wait_for(timeout=WAIT)
+                assert "when a training ends" not in info.inner_text()
+                main.get_by_role("button", name="Cancel").and_(page.locator(":enabled")).wait_for()
+                assert main.get_by_role("button", name="Pause").is_disabled()
+                worker = Worker(broker.url, tmp_path).wait_ready()
+                main.get_by_text(re.compile(rf"running · epoch \d+/{LONG}")).first.wait_for(timeout=WAIT)
+                main.get_by_role("button", name="Stop").click()
+                main.get_by_text(re.compile(rf"Training stopped after \d+ of {LONG} epochs\. Saved as run custom-eve\.")) \
+                    .wait_for(timeout=WAIT)
+                no_traceback(page)
+    finally:
+        if worker is not None:
+            worker.stop()
+        broker.stop()
