@@ -189,12 +189,27 @@ _clients: dict[str, object] = {}
 _clients_lock = threading.Lock()
 
 
+_unreachable: dict[str, float] = {}  # broker URL → when connecting to it last failed (time.monotonic())
+RETRY_AFTER = 10.0  # seconds a page does not wait on a broker that could not be reached
+
+
 def client_for(url: str):
-    """One Redis client per broker URL for this process (thread-safe: its connection pool)."""
+    """One Redis client per broker URL for this process (thread-safe: its connection pool). A broker that could not
+    be reached is not tried again for ``RETRY_AFTER`` seconds (its :class:`InputError` at once), so that the pages
+    that look jobs up on every run do not each wait for its connection timeout."""
     with _clients_lock:
         client = _clients.get(url)
-        if client is None:
+        if client is not None:
+            return client
+        failed = _unreachable.get(url)
+        if failed is not None and time.monotonic() - failed < RETRY_AFTER:
+            raise InputError(f"the broker at {shown(url)} could not be reached a moment ago", "try again shortly")
+        try:
             client = _clients[url] = connect(url)
+        except InputError:
+            _unreachable[url] = time.monotonic()
+            raise
+        _unreachable.pop(url, None)
         return client
 
 

@@ -266,3 +266,24 @@ def test_the_wait_in_the_shared_line_counts_the_workers_and_the_last_durations(b
         assert distributed._wait_estimate(client, 3) == (1, 30.0)  # two ahead of it, one after the other
     finally:
         w.stop()
+
+
+def test_a_broker_that_cannot_be_reached_is_not_waited_on_by_every_page_run(monkeypatch):
+    """Pages look the workspace's jobs up on every run: a broker that is down answers at once for a while, instead
+    of each run waiting for a connection timeout."""
+    import time
+
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    tries = []
+    real = distributed.connect
+    monkeypatch.setattr(distributed, "connect", lambda u: tries.append(u) or real(u))
+    with pytest.raises(distributed.InputError, match="cannot reach the broker"):
+        distributed.client_for(url)
+    started = time.monotonic()
+    with pytest.raises(distributed.InputError, match="a moment ago"):
+        distributed.client_for(url)
+    assert time.monotonic() - started < 0.5 and tries == [url]  # not tried again
+    monkeypatch.setitem(distributed._unreachable, url, time.monotonic() - distributed.RETRY_AFTER - 1)
+    with pytest.raises(distributed.InputError, match="cannot reach the broker"):
+        distributed.client_for(url)  # tried again after RETRY_AFTER
+    assert tries == [url, url]
