@@ -94,7 +94,7 @@ def connect(url: str):
         import redis
         import rq  # noqa: F401 — both come with the "distributed" extra
     except ImportError as err:
-        raise ConfigError(f"a shared queue needs RQ and redis-py, which are not installed ({err.name})",
+        raise ConfigError(f"a shared queue needs RQ and redis-py, which are not installed ({err.name or err})",
                           'pip install -e ".[distributed]"') from err
 
     if not url.startswith(("redis://", "rediss://", "unix://")):
