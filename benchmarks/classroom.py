@@ -109,8 +109,7 @@ def serving(runs: Path, env: dict[str, str], folder: Path, engine: bool, replica
             yield url
         return
     from tests.helpers.broker import RedisServer, Worker
-    from tests.helpers.browser import app_process
-    from tests.helpers.proxy import nginx
+    from tests.helpers.proxy import replicas_behind_nginx
 
     broker = RedisServer(folder)
     started = []
@@ -118,10 +117,9 @@ def serving(runs: Path, env: dict[str, str], folder: Path, engine: bool, replica
         started = [Worker(broker.url, folder, "--slots", str(slots)) for _ in range(workers)]
         for w in started:
             w.wait_ready()
-        with contextlib.ExitStack() as stack:
-            env = {**env, "ATTENTION_PLAYGROUND_BROKER": broker.url}
-            urls = [stack.enter_context(app_process(runs, env=env, timeout=120))[0] for _ in range(replicas)]
-            yield stack.enter_context(nginx([u.removeprefix("http://") for u in urls], folder))
+        env = {**env, "ATTENTION_PLAYGROUND_BROKER": broker.url}
+        with replicas_behind_nginx(runs, env, folder, replicas) as (proxy, _):
+            yield proxy
     finally:
         for w in started:
             w.stop()

@@ -62,14 +62,14 @@ def train_on_broker(args: argparse.Namespace, out: Path) -> dict:
 
     from attention_core.runs import load_run
     from attention_core.training import TrainerSpec
-    from runner.distributed import BrokerBackend, connect
+    from runner.distributed import BrokerBackend, client_for
     from runner.jobs import ORPHAN_AFTER
     from runner.protocol import Command, Ended, EpochDone, Failed, JobRequest, Queued, Restarted, Started
 
     if args.device != "cpu":
         raise ConfigError(f"--device {args.device} does not apply with --broker: the worker's device does",
                           "start the worker with --device cuda")
-    connect(args.broker)  # a wrong URL or an unreachable broker: before the data is read
+    client_for(args.broker)  # a wrong URL or an unreachable broker: before the data is read
     model_cfg, train_cfg, dataset, embeddings = core.training_parts(args)
     spec = TrainerSpec(model_cfg, train_cfg, dataset, embeddings)
     spec.check()  # bad settings fail here, not on the worker

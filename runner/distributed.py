@@ -141,7 +141,7 @@ class BrokerBackend:
     def start(self, request: JobRequest) -> BrokerChannel:
         """Put ``request`` in the shared queue and return its line; ``RuntimeError`` if the broker cannot take it."""
         try:
-            client = connect(self.url)
+            client = client_for(self.url)  # the process's one client (its pool) for this broker: no new connection per job
         except InputError as err:
             raise RuntimeError(str(err)) from err
         import redis
@@ -292,7 +292,7 @@ def _wait_estimate(client, place: int) -> tuple[int, float | None]:
 def watch(url: str, job_id: str) -> BrokerChannel:
     """The line of a job already in the queue (``job_id``), its reports read from the first: for a page on
     another app server than the one that submitted it."""
-    return BrokerChannel(connect(url), job_id)
+    return BrokerChannel(client_for(url), job_id)
 
 
 class BrokerChannel:
@@ -418,8 +418,7 @@ class BrokerChannel:
         return None
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.client.close()
+        """Nothing to release: the client is the process's shared one (:func:`client_for`)."""
 
 
 # -- the worker's end ----------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from tests.helpers.browser import (
     start_training,
     upload_csv,
 )
-from tests.helpers.proxy import nginx
+from tests.helpers.proxy import replicas_behind_nginx
 
 pytestmark = E2E
 LONG = 5000  # epochs, patience off: far more than the test waits for
@@ -49,10 +49,7 @@ def test_a_training_started_on_a_replica_that_dies_is_found_running_on_the_other
 
     try:
         with sync_playwright() as pw, launch_chromium(pw) as browser, \
-                app_process(runs, env=env, timeout=120) as (url_a, proc_a), \
-                app_process(runs, env=env, timeout=120) as (url_b, proc_b), \
-                nginx([url_a.removeprefix("http://"), url_b.removeprefix("http://")], tmp_path) as proxy:
-            replicas = {url_a.removeprefix("http://"): proc_a, url_b.removeprefix("http://"): proc_b}
+                replicas_behind_nginx(runs, env, tmp_path) as (proxy, replicas):
             alice, bob = learner_page(browser), learner_page(browser)
             with screenshots_on_failure(tmp_path / "screenshots", {"alice": alice, "bob": bob}):
                 first = alice.goto(f"{proxy}/Train").headers["x-replica"]
@@ -105,10 +102,7 @@ def test_four_learners_two_replicas_two_workers_a_replica_and_a_worker_killed(tm
 
     try:
         with sync_playwright() as pw, launch_chromium(pw) as browser, \
-                app_process(runs, env=env, timeout=120) as (url_a, proc_a), \
-                app_process(runs, env=env, timeout=120) as (url_b, proc_b), \
-                nginx([url_a.removeprefix("http://"), url_b.removeprefix("http://")], tmp_path) as proxy:
-            replicas = {url_a.removeprefix("http://"): proc_a, url_b.removeprefix("http://"): proc_b}
+                replicas_behind_nginx(runs, env, tmp_path) as (proxy, replicas):
             pages = {name: learner_page(browser) for name in names}
             with screenshots_on_failure(tmp_path / "screenshots", pages):
                 links, served = {}, {}

@@ -60,3 +60,16 @@ def nginx(replicas: Sequence[str], folder: Path) -> Iterator[str]:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@contextlib.contextmanager
+def replicas_behind_nginx(runs: Path, env: dict[str, str], folder: Path, n: int = 2
+                          ) -> Iterator[tuple[str, dict[str, subprocess.Popen]]]:
+    """``n`` app servers on one runs folder (``env`` added to theirs) behind :func:`nginx`; yields nginx's URL and each
+    replica's process by its ``host:port`` (what nginx's ``X-Replica`` header names)."""
+    from tests.helpers.browser import app_process
+
+    with contextlib.ExitStack() as stack:
+        started = [stack.enter_context(app_process(runs, env=env, timeout=120)) for _ in range(n)]
+        replicas = {url.removeprefix("http://"): proc for url, proc in started}
+        yield stack.enter_context(nginx(list(replicas), folder)), replicas
