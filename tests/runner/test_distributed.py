@@ -185,10 +185,13 @@ def test_a_killed_workers_training_starts_again_on_the_other_worker_once(broker,
                  "it to train on the other worker")
         other = next(w for w in workers if w is not owner)
         assert _parent(job.pid) == other.process.pid
+        # a run stopped before its first epoch has nothing to keep (runner.worker.run_job): stop after one
+        wait_for(lambda: job.status().epochs_recorded >= 1, 120, "an epoch on the other worker")
         job.stop()
         job.join(120)
         assert job.status().state == "stopped" and job.restarts == 1
         assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["survivor"]  # one run, saved once
+        assert load_run(tmp_path / "survivor").history.epochs[0].epoch == 1  # trained again from the beginning
     finally:
         for w in workers:
             w.stop()
