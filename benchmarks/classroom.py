@@ -268,7 +268,10 @@ def main() -> None:
             places: list[str] = []
             typing: list[float] = []
             finished_at: dict[int, float] = {}
+            rounds, looking = 0, 0.0  # the watch loop's rounds, and its seconds reading the learners' pages
             while len(finished_at) < len(learners):
+                rounds += 1
+                look0 = time.perf_counter()
                 for i, p in enumerate(learners):
                     if i in finished_at:
                         continue
@@ -277,6 +280,7 @@ def main() -> None:
                         places.append(f"learner{i + 1}: {text.strip()[:60]}")
                     if main.get_by_text(re.compile("Training (finished|stopped)")).count():
                         finished_at[i] = time.perf_counter() - t0
+                looking += time.perf_counter() - look0
                 if time.perf_counter() - t0 > 900:
                     break
                 if len(finished_at) < len(learners):
@@ -314,6 +318,7 @@ def main() -> None:
         "last_training_finished_s": round(last_finish, 1), "runs_per_workspace": runs_per_workspace,
         "each_sees_own_run_only": own_only, "waited_in_line": len({p.split(':')[0] for p in places}),
         "places_shown": sorted(set(places))[:20],
+        "watch_rounds": rounds, "watch_reading_s": round(looking, 1), "typed_sentences": len(typing),
         "health_ms_p95": round(p95(latencies), 1), "health_ms_max": round(max(latencies), 1),
         "typing_ms_p95": round(p95(typing), 1), "typing_ms_median": round(statistics.median(typing), 1),
         "server_answer_ms_p95": round(p95(server_answers), 1),
@@ -335,6 +340,8 @@ def main() -> None:
         ("each learner's picker: own run only", own_only),
         ("learners who waited in line", result["waited_in_line"]),
         ("time until the last training finished", f"{result['last_training_finished_s']} s"),
+        ("the watch loop: rounds, s reading pages, typed", f"{rounds}, {result['watch_reading_s']} s, {len(typing)} "
+                                                           "sentences (pages read once a round)"),
         ("health p95 / max", f"{result['health_ms_p95']} / {result['health_ms_max']} ms (goal p95 < {HEALTH_P95_MS:.0f})"),
         ("typing learner: sentence → heatmap p95", f"{result['typing_ms_p95']} ms (goal ≤ {TYPING_P95_MS:.0f})"),
         ("  of which the server's answer (p95, median)",

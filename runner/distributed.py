@@ -38,7 +38,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -236,21 +236,33 @@ def described(url: str, job_id: str) -> Described | None:
     return Described(job_id, name, Path(runs_dir), model_config, train_config, journal, listing)
 
 
+def _alive(client, job_ids: Iterable[str]) -> list[bool]:
+    """For each of ``job_ids``: does the shared queue still have it (waiting, or training)?"""
+    from rq.job import Job, JobStatus
+
+    with client.pipeline() as pipe:
+        for job_id in job_ids:
+            pipe.hget(Job.key_for(_rq_id(job_id)), "status")
+        statuses = pipe.execute()
+    alive = {JobStatus.QUEUED.value, JobStatus.STARTED.value, JobStatus.SCHEDULED.value, JobStatus.DEFERRED.value}
+    return [bool(status) and status.decode() in alive for status in statuses]
+
+
+def owners_trainings(url: str, workspace: str) -> set[str]:
+    """The ids of ``workspace``'s page trainings the shared queue still has (waiting or training), whichever app
+    server submitted them: what its per-workspace limit counts across servers (``runner.queue.TrainingQueue``)."""
+    ids = list(listed(url, workspace).values())
+    return {job_id for job_id, alive in zip(ids, _alive(client_for(url), ids), strict=True) if alive}
+
+
 def live_journal_ids(url: str) -> frozenset[str]:
     """The restart-journal entries whose trainings the shared queue still has (waiting or training), submitted by
     any app server: such an entry is not an interrupted training. Entries of ended trainings are forgotten here."""
-    from rq.job import Job, JobStatus
-
     client = client_for(url)
     journal = {k.decode(): v.decode() for k, v in client.hgetall(JOURNAL).items()}
     if not journal:
         return frozenset()
-    with client.pipeline() as pipe:
-        for job_id in journal.values():
-            pipe.hget(Job.key_for(_rq_id(job_id)), "status")
-        statuses = pipe.execute()
-    alive = {JobStatus.QUEUED.value, JobStatus.STARTED.value, JobStatus.SCHEDULED.value, JobStatus.DEFERRED.value}
-    live = {entry for entry, status in zip(journal, statuses, strict=True) if status and status.decode() in alive}
+    live = {entry for entry, alive in zip(journal, _alive(client, journal.values()), strict=True) if alive}
     gone = [entry for entry in journal if entry not in live]
     if gone:
         client.hdel(JOURNAL, *gone)

@@ -329,7 +329,7 @@ class TrainingJob:
             self._write_journal(JournalEntry.new(self.name, page, dataset))
         try:
             self._ticket = queue.submit(owner, self._launch, label=self.name, remaining=self._time_left,
-                                        expected=self.train_config.time_budget)
+                                        expected=self.train_config.time_budget, ref=self.job_id)
         except InputError:
             self.state = "starting"
             self._remove_journal()

@@ -15,7 +15,9 @@ Rules:
 * **Per owner** (a workspace's key): at most one ticket running and one waiting; a third is
   refused with :class:`QueueLimitError`. A waiting ticket whose owner already has one running is
   passed over (the next in line may start) until that one ends. On one's own machine (the owner
-  ``local``) only the slots limit trainings.
+  ``local``) only the slots limit trainings. With a shared queue (several app servers), the owner's
+  trainings that it holds and this server does not (submitted by another server, or adopted from
+  one) count as running (``elsewhere``); the passing over is this server's alone.
 * **A sequence** (the Seed experiment's three jobs) is one ticket, so one training of its owner:
   it runs one job per turn and goes back to the end of the line for its next job, so a class
   does not wait behind three trainings of one learner.
@@ -37,6 +39,7 @@ Launches run outside the queue's lock, so a launch may end its ticket at once.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import heapq
 import itertools
 import logging
@@ -104,6 +107,7 @@ class Ticket:
     state: str = "waiting"  # waiting | running | ended | cancelled
     order: int = 0  # place in the first-in, first-out order (lower goes first)
     started_at: float | None = None
+    ref: str = ""  # the training's id on a shared queue (runner.distributed), to count it once with ``elsewhere``
     turns: int = 0  # how many times it has been launched (a sequence: once per job)
     _told: tuple[float, float] | None = None  # (wait, queue clock) last told to its learner
     _rising_since: float | None = None  # when the estimate first rose above the count-down of _told
@@ -157,6 +161,9 @@ class TrainingQueue:
     # Owners the per-owner limits do not apply to: the one person on their own machine (local mode),
     # whose trainings are limited by the slots alone, as before the queue.
     exempt: frozenset[str] = frozenset({LOCAL_KEY})
+    # With a shared queue: the ids of an owner's trainings it holds (waiting or training), whichever server
+    # submitted them; those without a ticket here count as running for the per-owner limit.
+    elsewhere: Callable[[str], set[str]] | None = None
     clock: Callable[[], float] = time.monotonic
     _waiting: deque[Ticket] = field(default_factory=deque)
     _running: list[Ticket] = field(default_factory=list)
@@ -169,22 +176,38 @@ class TrainingQueue:
             raise ValueError(f"a queue needs at least one slot, got {self.slots}")
 
     def submit(self, owner: str, launch: Callable[[Ticket], None], *, label: str = "",
-               remaining: Callable[[], float | None] | None = None, expected: float | None = None) -> Ticket:
+               remaining: Callable[[], float | None] | None = None, expected: float | None = None,
+               ref: str = "") -> Ticket:
         """Put a training in line (launched at once if a slot is free). Raises QueueLimitError
-        when ``owner`` already has a training running and one waiting."""
+        when ``owner`` already has a training running and one waiting (here, or on the shared queue)."""
+        shared = self._elsewhere(owner)
         with self._lock:
-            running = sum(t.owner == owner for t in self._running)
-            waiting = sum(t.owner == owner for t in self._waiting)
+            mine = [t for t in (*self._running, *self._waiting) if t.owner == owner]
+            running = sum(t.state == "running" for t in mine) + len(shared - {t.ref for t in mine})
+            waiting = sum(t.state == "waiting" for t in mine)
             if owner not in self.exempt and running + waiting >= self.per_owner_running + self.per_owner_waiting:
                 have = " and ".join(filter(None, (
                     f"{running} training{'s' * (running != 1)} running" if running else "",
                     f"{waiting} waiting" if waiting else "")))
+                if self.elsewhere is not None:  # handed to the shared queue: training or in its line, not known here
+                    have = f"{running + waiting} trainings in the shared queue, training or waiting"
                 raise QueueLimitError(f"you already have {have} (one running and one waiting at most) — wait for "
                                       "one to end, or cancel it")
-            ticket = Ticket(self, owner, label, launch, remaining, expected, order=next(self._order))
+            ticket = Ticket(self, owner, label, launch, remaining, expected, order=next(self._order), ref=ref)
             self._waiting.append(ticket)
         self._fill()
         return ticket
+
+    def _elsewhere(self, owner: str) -> set[str]:
+        """The ids of ``owner``'s trainings on the shared queue (empty without one, or when it cannot be asked:
+        then this server's own count is the limit, as without a shared queue)."""
+        if self.elsewhere is None or owner in self.exempt:
+            return set()
+        try:
+            return self.elsewhere(owner)
+        except Exception as err:  # the broker is down: its trainings cannot be counted, this server's are
+            log.warning("training queue: could not count %s's trainings on the shared queue: %s", owner, err)
+            return set()
 
     def cancel(self, ticket: Ticket) -> bool:
         """Take a waiting ticket out of line (it never starts); False if it is not waiting."""
@@ -285,7 +308,10 @@ def server_queue() -> TrainingQueue:
     global _server_queue
     with _server_lock:
         if _server_queue is None:
-            _server_queue = TrainingQueue()
+            from runner.distributed import broker_url, owners_trainings
+
+            url = broker_url()
+            _server_queue = TrainingQueue(elsewhere=None if url is None else functools.partial(owners_trainings, url))
         return _server_queue
 
 

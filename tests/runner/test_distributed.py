@@ -3,6 +3,7 @@ page's job controls, the place in line, a second watcher, torch in forked work h
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -152,6 +153,37 @@ def test_place_in_line_then_cancel_while_waiting_then_a_worker_takes_the_first(b
         assert a.status().state == "finished" and (tmp_path / "a").is_dir() and not (tmp_path / "b").exists()
     finally:
         w.stop()
+
+
+def test_a_workspaces_limit_counts_its_trainings_on_every_app_server(broker, tmp_path):
+    """Two app servers (two queues, one broker, no worker: what they submit waits in the shared line): a learner
+    with a training from server A (say, adopted on B after A died) may queue one more on B, not two."""
+    from runner.queue import QueueLimitError, TrainingQueue
+
+    url = on(broker, 6)
+    servers = [TrainingQueue(slots=10_000, elsewhere=functools.partial(distributed.owners_trainings, url))
+               for _ in range(2)]
+
+    def page_job(name: str, workspace: str = "w") -> TrainingJob:
+        return TrainingJob(spec(epochs=2), tmp_path, name, backend=lambda: BrokerBackend(url),
+                           listing={"workspace": workspace, "job_key": name, "label": name, "page": "train"})
+
+    on_a = page_job("on-a")
+    on_a.submit(servers[0], "w")
+    wait_for(lambda: on_a.status().state == "waiting" and on_a.status().place == 1, 30, "A's job in the shared line")
+    assert distributed.owners_trainings(url, "w") == {on_a.job_id}
+    on_b = page_job("on-b")
+    on_b.submit(servers[1], "w")  # B knows nothing of A's: one running (A's) and this one waiting, by B's count
+    with pytest.raises(QueueLimitError, match="2 trainings in the shared queue, training or waiting .* cancel it"):
+        page_job("third").submit(servers[1], "w")
+    with pytest.raises(QueueLimitError):
+        page_job("third").submit(servers[0], "w")  # and A counts B's
+    page_job("other", workspace="v").submit(servers[1], "v")  # another learner is not held back by w's
+    on_a.stop()  # cancelled while waiting: no longer counted anywhere
+    on_a.join(30)
+    wait_for(lambda: distributed.owners_trainings(url, "w") == {on_b.job_id}, 30, "A's cancel to count")
+    page_job("third").submit(servers[1], "w")
+    assert not (tmp_path / "on-a").exists()
 
 
 def test_the_worker_loads_torch_without_starting_its_thread_pool():
