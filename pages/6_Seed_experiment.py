@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import streamlit as st
@@ -14,7 +13,7 @@ from ui import seed_views, view_link
 from ui.common import embeddings
 from ui.seed_findings import summarise, what_to_notice
 from ui.seed_views import SENTENCES, SHORT, VARIANTS, small_csv
-from ui.training_page import JobSequence, TrainingJob, training_page
+from ui.training_page import JobSequence, TrainingJob, scratch_folder, training_page
 
 page = training_page(__file__, "🧪", job_key="seedexp_seq")
 st.title("The seed's experiment")
@@ -33,7 +32,7 @@ def on_train() -> None:
     ss["seedexp_done"] = 0
     items = [(key, TrainerSpec(model_cfg, train_cfg, small_csv(train_cfg.vocab_limit), embeddings(train_cfg.vocab_limit)))
              for key, model_cfg, train_cfg in seed_views.plan(int(ss["seedexp_epochs"]), int(ss["seedexp_default_epochs"]))]
-    ss.setdefault("seedexp_dir", tempfile.mkdtemp(prefix="seedexp-"))  # a temporary folder, not the user's runs
+    ss.setdefault("seedexp_dir", scratch_folder("seedexp-"))  # a temporary folder, not the user's runs
     # One after the other, in the server: the learner can read another page meanwhile. A shared server's
     # caps lower a time budget quietly (each run says where it stopped).
     try:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import logging
 import os
 import pickle
@@ -38,7 +39,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,6 +48,7 @@ from urllib.parse import urlsplit, urlunsplit
 from attention_core.configs import ModelConfig, TrainConfig
 from attention_core.errors import ConfigError, InputError
 from runner.protocol import Command, Ended, Failed, JobRequest, Queued, Report, Restarted
+from runner.queue import turn_comes
 
 BROKER_ENV = "ATTENTION_PLAYGROUND_BROKER"
 QUEUE = "attention-playground"  # the RQ queue every app server submits to and every worker takes from
@@ -146,6 +148,8 @@ class BrokerBackend:
             raise RuntimeError(str(err)) from err
         import redis
         from rq import Retry
+        from rq.job import Dependency
+
         job_id = request.job_id or secrets.token_hex(8)
         payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
         trainer = request.trainer
@@ -153,22 +157,49 @@ class BrokerBackend:
                                   request.journal, request.listing), protocol=pickle.HIGHEST_PROTOCOL)
         try:
             with client.pipeline() as pipe:
-                pipe.hset(_key(job_id, "meta"), mapping={"attempts": 0, "described": described})
+                pipe.hset(_key(job_id, "meta"), mapping={"attempts": 0, "described": described,
+                                                         "submitted": _redis_now(client)})
                 pipe.expire(_key(job_id, "meta"), KEEP)
-                if request.listing is not None:  # a page's job: the workspace's other app servers find it by its page
+                if request.listing is not None and not request.listing.get("sequence"):
+                    # a page's job: the workspace's other app servers find it by its page (a sequence's, by its own)
                     workspace = _workspace_key(request.listing["workspace"])
                     pipe.hset(workspace, request.listing["job_key"], job_id)
                     pipe.expire(workspace, KEEP)
                 if request.journal is not None:
                     pipe.hset(JOURNAL, request.journal, job_id)
                 pipe.execute()
-            _queue(client).enqueue(
+            after = None if request.after is None else Dependency(jobs=[_rq_id(request.after)], allow_failure=True)
+            _queue(client).enqueue(  # (after another: deferred until that one ends, however it ends)
                 "runner.distributed.perform", job_id, payload, job_id=_rq_id(job_id), retry=Retry(max=RETRIES),
                 job_timeout=-1, result_ttl=KEEP, failure_ttl=KEEP, description=f"training {request.name}",
+                depends_on=after,
             )
         except redis.RedisError as err:
             raise RuntimeError(f"the broker at {shown(self.url)} did not take the training: {err}") from err
         return BrokerChannel(client, job_id)
+
+    def start_sequence(self, requests: Sequence[JobRequest], listing: dict | None) -> list[BrokerChannel]:
+        """Put trainings in the shared queue, each to start when the one before it has ended (a
+        :class:`~runner.jobs.JobSequence`'s, whole: it goes on if the app server that submitted it stops), and list
+        them together under ``listing``'s page (another app server adopts them as one). Their lines, in order;
+        ``RuntimeError`` as :meth:`start` (those already submitted are cancelled first)."""
+        channels: list[BrokerChannel] = []
+        member = None if listing is None else {**listing, "sequence": True}
+        try:
+            for request in requests:
+                after = channels[-1].job_id if channels else None
+                channels.append(self.start(dataclasses.replace(request, after=after, listing=member)))
+            if listing is not None:
+                client = client_for(self.url)
+                workspace = _workspace_key(listing["workspace"])
+                client.hset(workspace, listing["job_key"], SEPARATOR.join(c.job_id for c in channels))
+                client.expire(workspace, KEEP)
+        except Exception:
+            for channel in reversed(channels):
+                with contextlib.suppress(Exception):
+                    channel.send(Command.STOP)
+            raise
+        return channels
 
 
 @dataclass(frozen=True)
@@ -213,17 +244,21 @@ def client_for(url: str):
         return client
 
 
-def listed(url: str, workspace: str) -> dict[str, str]:
-    """``workspace``'s latest job of each page (job key → job id) on the shared queue, wherever submitted."""
+SEPARATOR = ","  # between a sequence's job ids in its page's listing
+
+
+def listed(url: str, workspace: str) -> dict[str, list[str]]:
+    """``workspace``'s latest job of each page on the shared queue, wherever submitted: job key → its job id, or
+    its sequence's job ids in order."""
     got = client_for(url).hgetall(_workspace_key(workspace))
-    return {k.decode(): v.decode() for k, v in got.items()}
+    return {k.decode(): v.decode().split(SEPARATOR) for k, v in got.items()}
 
 
-def unlist(url: str, workspace: str, job_key: str, job_id: str) -> None:
-    """Its page showed how job ``job_id`` ended: other app servers no longer offer it to a reload (a newer job of
-    the page stays listed)."""
+def unlist(url: str, workspace: str, job_key: str, job_ids: Sequence[str]) -> None:
+    """Its page showed how the job (or sequence) ``job_ids`` ended: other app servers no longer offer it to a
+    reload (a newer job of the page stays listed)."""
     client = client_for(url)
-    if client.hget(_workspace_key(workspace), job_key) == job_id.encode():
+    if client.hget(_workspace_key(workspace), job_key) == SEPARATOR.join(job_ids).encode():
         client.hdel(_workspace_key(workspace), job_key)
 
 
@@ -249,10 +284,12 @@ def _alive(client, job_ids: Iterable[str]) -> list[bool]:
 
 
 def owners_trainings(url: str, workspace: str) -> set[str]:
-    """The ids of ``workspace``'s page trainings the shared queue still has (waiting or training), whichever app
-    server submitted them: what its per-workspace limit counts across servers (``runner.queue.TrainingQueue``)."""
-    ids = list(listed(url, workspace).values())
-    return {job_id for job_id, alive in zip(ids, _alive(client_for(url), ids), strict=True) if alive}
+    """``workspace``'s page trainings the shared queue still has (waiting or training), whichever app server
+    submitted them, each by its id (a sequence, one training of its owner, by its first job's): what its
+    per-workspace limit counts across servers (``runner.queue.TrainingQueue``)."""
+    pages = list(listed(url, workspace).values())
+    alive = iter(_alive(client_for(url), [job_id for ids in pages for job_id in ids]))
+    return {ids[0] for ids in pages if any([next(alive) for _ in ids])}  # (a list: every flag is taken)
 
 
 def live_journal_ids(url: str) -> frozenset[str]:
@@ -274,8 +311,6 @@ def _wait_estimate(client, place: int) -> tuple[int, float | None]:
     frees after its running training's typical time left (the mean of the last trainings' durations, minus its time
     so far), each job ahead then takes the slot that frees first for a typical time (as ``runner.queue``'s
     estimate). None while no duration is known, or no worker runs."""
-    import heapq
-
     from rq import Worker
     from rq.job import Job
     from rq.registry import StartedJobRegistry
@@ -294,11 +329,7 @@ def _wait_estimate(client, place: int) -> tuple[int, float | None]:
             started = started.replace(tzinfo=UTC)  # RQ keeps UTC
         elapsed = (datetime.now(UTC) - started).total_seconds() if started is not None else 0.0
         free.append(max(0.0, typical - elapsed))
-    free += [0.0] * max(0, slots - len(free))
-    heapq.heapify(free)
-    for _ in range(place - 1):
-        heapq.heappush(free, heapq.heappop(free) + typical)
-    return slots, free[0]
+    return slots, turn_comes(free, slots, [typical] * (place - 1))
 
 
 def watch(url: str, job_id: str) -> BrokerChannel:
@@ -340,11 +371,23 @@ class BrokerChannel:
 
     def _cancel_waiting(self) -> bool:
         """Take the job out of the queue if no worker has taken it (atomic against the workers); True if it was."""
-        from rq.job import Job
+        from rq.exceptions import InvalidJobOperation, NoSuchJobError
+        from rq.job import Job, JobStatus
 
         queue = _queue(self.client)
         if not self.client.lrem(queue.key, 0, _rq_id(self.job_id)):
-            return False
+            # waiting for the training before it (a sequence's, stopped by the same Stop after this one: that one
+            # ends only then, so this one cannot be moved into the line meanwhile)
+            try:
+                job = Job.fetch(_rq_id(self.job_id), connection=self.client)
+                if job.get_status() is not JobStatus.DEFERRED:
+                    return False
+                job.cancel(remove_from_dependencies=True)  # (else the one before it would queue it when it ends)
+            except (NoSuchJobError, InvalidJobOperation):
+                return False
+            self.client.xadd(_key(self.job_id, "commands"), {"c": Command.STOP.value})  # and if it ever starts: stop
+            self._report(Ended("cancelled", "cancelled before it started — nothing was trained or saved", None, None))
+            return True
         with contextlib.suppress(Exception):  # its record: cancelled (it is out of the queue whatever this does)
             Job.fetch(_rq_id(self.job_id), connection=self.client).cancel()
         self._report(Ended("cancelled", "cancelled before it started — nothing was trained or saved", None, None))
@@ -406,7 +449,12 @@ class BrokerChannel:
             return Failed("the training queue has lost this training (was its broker restarted without its data?) — "
                           "runs saved before are untouched: start it again")
         status = job.get_status(refresh=False)
-        if status in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED):
+        if status is JobStatus.DEFERRED:  # after the training before it (a sequence's): no place in line yet
+            if self._place != 0:
+                self._place = 0
+                return Queued(None, None, None)
+            return None
+        if status in (JobStatus.QUEUED, JobStatus.SCHEDULED):
             position = job.get_position()
             place = position + 1 if position is not None else 1
             now = time.monotonic()
@@ -499,7 +547,6 @@ def perform(job_id: str, payload: bytes) -> str:
     Redis. Runs in the process RQ forks for it (:func:`serve`)."""
     from rq import get_current_job
 
-    from attention_core.run_folders import remove_journal_entry
     from runner.worker import run_job
 
     _die_with_parent()
@@ -507,6 +554,15 @@ def perform(job_id: str, payload: bytes) -> str:
     line = HorseLine(client, job_id)
     attempt = int(client.hincrby(_key(job_id, "meta"), "attempts", 1))
     request: JobRequest = pickle.loads(payload)  # put there by our app servers or command line (module docstring)
+    if attempt == 1 and _stop_sent(client, job_id):  # cancelled while it waited (a sequence's Stop)
+        line.send(Ended("cancelled", "cancelled before it started — nothing was trained or saved", None, None))
+        _ended(client, job_id, request)
+        return "not started"
+    if attempt == 1 and (silent := _silent_for(client, job_id)) > request.orphan_after:
+        line.send(Ended("cancelled", f"not started: nothing watched it for {silent:.0f} s while it waited (its page "
+                                     "was closed) — nothing was trained or saved", None, None))
+        _ended(client, job_id, request)
+        return "not started"
     if attempt > 1:
         line.send(Restarted(f"its worker stopped mid-training, so it was started again from the beginning on "
                             f"{socket.gethostname()} (attempt {attempt} of {RETRIES + 1})"))
@@ -515,13 +571,41 @@ def perform(job_id: str, payload: bytes) -> str:
     with contextlib.suppress(Exception):  # for the wait estimate of those in line
         client.lpush(DURATIONS, round(time.monotonic() - started, 1))
         client.ltrim(DURATIONS, 0, RECENT - 1)
+    _ended(client, job_id, request)
+    return "ended"
+
+
+def _ended(client, job_id: str, request: JobRequest) -> None:
+    """After a job's last report: its journal entry removed, its keys kept ``KEEP`` seconds from now."""
+    from attention_core.run_folders import remove_journal_entry
+
     if request.journal is not None:  # it ended here, whichever app server (if any) still watches it
         with contextlib.suppress(OSError):
             remove_journal_entry(request.runs_dir, request.journal)
     for part in ("meta", "commands", "reports"):
         with contextlib.suppress(Exception):
             client.expire(_key(job_id, part), KEEP)
-    return "ended"
+
+
+def _redis_now(client) -> float:
+    """The broker's clock (seconds): every machine's times compared on one clock."""
+    seconds, micros = client.time()
+    return seconds + micros / 1e6
+
+
+def _stop_sent(client, job_id: str) -> bool:
+    """Was job ``job_id`` told to stop before it started?"""
+    return any(fields.get(b"c") == Command.STOP.value.encode()
+               for _, fields in client.xrange(_key(job_id, "commands"), count=10_000))
+
+
+def _silent_for(client, job_id: str) -> float:
+    """Seconds since anyone last spoke to job ``job_id`` (a heartbeat or any command; else since it was
+    submitted), on the broker's clock."""
+    last = client.xrevrange(_key(job_id, "commands"), count=1)
+    heard = int(last[0][0].decode().split("-")[0]) / 1000 if last else 0.0
+    submitted = float(client.hget(_key(job_id, "meta"), "submitted") or 0.0)
+    return max(0.0, _redis_now(client) - max(heard, submitted))
 
 
 def _worker_class():

@@ -392,18 +392,23 @@ class TrainingJob:
         """Hand the trainer to a new process; returns at once (the connection is made in the background)."""
         self.state = "starting"  # "running" once the process says it has started
         self._last_heartbeat = self.started_at = time.monotonic()
+        self._watch_in_background(self.request())
+
+    def request(self) -> JobRequest:
+        """What a training process is handed for this job, once: the trainer goes with it (None here from now on)."""
         job = JobRequest(self.trainer, self.runs_dir, self.name, self.threads, self.orphan_after, JOB_NICE,
                          journal=self.journal.id if self.journal is not None else None, listing=self.listing,
                          job_id=self.job_id)
         self.trainer = None
-        self._watch_in_background(job)
+        return job
 
     @classmethod
-    def attach(cls, described: Described, channel: JobChannel) -> TrainingJob:
+    def attach(cls, described: Described, channel: JobChannel, *,
+               on_end: Callable[[TrainingJob], None] | None = None) -> TrainingJob:
         """A job submitted by another app server of the shared queue, watched here through ``channel`` (its reports
         from the first): a reload of its page on this server finds it, running or ended."""
         job = cls(_Described(described.model_config, described.train_config), described.runs_dir, described.name,
-                  listing=described.listing, job_id=described.job_id)
+                  listing=described.listing, job_id=described.job_id, on_end=on_end)
         job.trainer = None
         if described.journal is not None:
             with _active_lock:
@@ -616,14 +621,23 @@ class JobSequence:
     the browser. Heartbeats go to the job that is training; a sequence that has had none for
     ``orphan_after`` seconds (its tab was closed) starts nothing more.
 
+    With a shared queue (a backend with ``start_sequence``: :class:`runner.distributed.BrokerBackend`) the
+    trainings go to it all at once when the sequence's turn comes, each to start when the one before it has
+    ended, and are listed under ``listing``'s page: the sequence goes on if this app server stops, and another
+    one adopts it (:meth:`attach`). Every job is then in :attr:`jobs` from the start, waiting its turn.
+
     Example:
         >>> seq = JobSequence([("a", spec_a), ("b", spec_b)], runs_dir)  # doctest: +SKIP
         >>> seq.start()  # doctest: +SKIP
     """
 
     def __init__(self, items: Sequence[tuple[str, TrainerSpec]], runs_dir: Path, *,
-                 orphan_after: float = ORPHAN_AFTER, threads: int = JOB_THREADS) -> None:
+                 orphan_after: float = ORPHAN_AFTER, threads: int = JOB_THREADS,
+                 backend: Callable[[], TrainingBackend] | None = None, listing: dict | None = None) -> None:
         self.runs_dir, self.orphan_after, self.threads = runs_dir, orphan_after, threads
+        self.backend, self.listing = backend, listing
+        self.job_id = secrets.token_hex(8)  # its first job's id on a shared queue (the sequence's, to its queue)
+        self.shared = False  # its jobs went to a shared queue together
         self._jobs: dict[str, TrainingJob] = {}  # started so far, in order (grown by watcher threads)
         self.error: str | None = None  # why the sequence ended early, if a job could not start
         self._queue = list(items)
@@ -634,22 +648,86 @@ class JobSequence:
 
     def start(self) -> None:
         self._last_heartbeat = time.monotonic()
-        self._next()
+        if not self._start_shared():
+            self._next()
 
     def submit(self, queue: TrainingQueue, owner: str) -> None:
         """Train through ``queue``: one training of ``owner``, each of its jobs waiting its turn (after
         a job the sequence goes to the end of the line). Raises QueueLimitError like a job's submit."""
         self._last_heartbeat = time.monotonic()
-        self._ticket = queue.submit(owner, self._launch, label="sequence", remaining=self._time_left)
+        self._ticket = queue.submit(owner, self._launch, label="sequence", remaining=self._time_left, ref=self.job_id)
 
     def _time_left(self) -> float | None:
         job = self.current
         return job._time_left() if job is not None else None
 
     def _launch(self, ticket: Ticket) -> None:
+        if self._start_shared():
+            if not self.alive:  # none could be submitted
+                ticket.done()
+            return  # (else its slot is given back when its last job ends: _member_ended)
         if not self._start_next():
             ticket.done()  # nothing more to start (stopped, orphaned, or its next job cannot start)
             self._wake.set()
+
+    def _start_shared(self) -> bool:
+        """With a shared queue: check every training, then submit those before the first that cannot start, all
+        at once; True (else, False: nothing done, the trainings are started here one by one)."""
+        backend = (self.backend or default_backend)()
+        start_sequence = getattr(backend, "start_sequence", None)
+        if start_sequence is None:
+            return False
+        self.shared = True
+        with self._lock:
+            items = list(self._queue)
+        members: list[TrainingJob] = []
+        for key, spec in items:
+            try:
+                spec.check()
+            except InputError as err:
+                with self._lock:
+                    self.error = f"{key} cannot start: {err}"
+                break
+            members.append(TrainingJob(spec, self.runs_dir, key, orphan_after=self.orphan_after, threads=self.threads,
+                                       on_end=self._member_ended, job_id=secrets.token_hex(8) if members else self.job_id))
+        try:
+            channels = start_sequence([job.request() for job in members], self.listing) if members else []
+        except RuntimeError as err:
+            log.error("job sequence could not be submitted: %s", err)
+            with self._lock:
+                self.error, self._queue = f"the training queue could not take them: {err}", []
+            self._wake.set()
+            return True
+        with self._lock:
+            self._jobs = {job.name: job for job in members}
+            self._queue = []
+        for job, channel in zip(members, channels, strict=True):
+            job.follow(channel)
+        self._wake.set()
+        return True
+
+    def _member_ended(self, ended: TrainingJob) -> None:
+        """One of a shared sequence's jobs ended: after its last, the sequence's turn in this server's queue ends."""
+        if all(job is ended or job.done for job in self.jobs.values()) and self._ticket is not None:
+            self._ticket.done()
+        self._wake.set()
+
+    @classmethod
+    def attach(cls, members: Sequence[tuple[Described, JobChannel]]) -> JobSequence:
+        """A sequence that another app server submitted to the shared queue (its jobs' descriptions and lines, in
+        order), watched here: a reload of its page on this server finds it."""
+        first = members[0][0]
+        seq = cls([], first.runs_dir, listing=first.listing)
+        seq.job_id, seq.shared = first.job_id, True
+        jobs = [TrainingJob.attach(described, channel, on_end=seq._member_ended) for described, channel in members]
+        with seq._lock:
+            seq._jobs = {job.name: job for job in jobs}
+        return seq
+
+    @property
+    def job_ids(self) -> list[str]:
+        """Its jobs' ids on a shared queue, in order (empty unless :attr:`shared`)."""
+        return [job.job_id for job in self.jobs.values()] if self.shared else []
 
     def _next(self, _ended: TrainingJob | None = None) -> None:
         """Start the next job: at once, or through the queue (its slot goes back to the end of the line)."""
@@ -733,6 +811,9 @@ class JobSequence:
     @property
     def waiting(self) -> bool:
         """Its next job waits for its turn in the queue."""
+        if self.shared:
+            job = self.current
+            return job is not None and job.state == "waiting"
         return self._ticket is not None and self._ticket.state == "waiting"
 
     def heartbeat(self) -> None:
@@ -747,7 +828,7 @@ class JobSequence:
             self._queue.clear()
         if self._ticket is not None and self._ticket.cancel():  # it was waiting for its turn
             self._wake.set()
-        for job in self.jobs.values():
+        for job in reversed(self.jobs.values()):  # on a shared queue: those after it first, then none can start
             job.stop()
 
     def status(self) -> JobStatus:
@@ -755,11 +836,12 @@ class JobSequence:
         while the sequence runs, and its progress over all its jobs."""
         jobs, queued = list(self.jobs.values()), self.queued
         started, total = len(jobs), len(jobs) + len(queued)
-        if self.waiting:  # e.g. "waiting (2 of 3)": its next job waits for a slot
+        if self.waiting and not self.shared:  # e.g. "waiting (2 of 3)": its next job waits for a slot
             return JobStatus(f"waiting ({started + 1} of {total})", 0, started / total)
         job = next((j for j in jobs if j.alive), jobs[-1] if jobs else None)
         if job is None:
             return JobStatus("starting" if total else "finished", 0, 0.0)
+        started = jobs.index(job) + 1  # (on a shared queue every job is there from the start, waiting its turn)
         status = job.status()
         state = status.state
         if self.alive:  # e.g. "running (2 of 3)"

@@ -39,6 +39,7 @@ class JobRequest:
     journal: str | None = None  # its page's restart-journal entry in runs_dir, removed by a shared queue's worker at its end
     listing: dict | None = None  # a page's job on a shared queue: workspace, job_key, label, page (runner.distributed)
     job_id: str | None = None  # its id on a shared queue, chosen by the submitter (None: the backend chooses)
+    after: str | None = None  # on a shared queue: the id of the training it starts after (a sequence's one before)
 
 
 class Command(Enum):
@@ -83,7 +84,7 @@ class Idle:
 class Queued:
     """A job waiting in a shared queue (:mod:`runner.distributed`): sent when its place changes."""
 
-    place: int  # 1 = next to start
+    place: int | None  # 1 = next to start; None: it waits for the training before it (a sequence's) to end first
     wait_seconds: float | None = None  # about how long until it starts (None: unknown)
     workers: int | None = None  # trainings the queue's workers run at once (0: no worker takes trainings now)
 

@@ -289,14 +289,23 @@ class TrainingQueue:
             if left is None:
                 return None
             free.append(left)
-        free += [0.0] * max(0, self.slots - len(running))
-        heapq.heapify(free)
-        for t in ahead:
-            expected = t.expected if t.expected is not None else typical
-            if expected is None:
-                return None
-            heapq.heappush(free, heapq.heappop(free) + expected)
-        return free[0]
+        expected = [t.expected if t.expected is not None else typical for t in ahead]
+        return None if None in expected else turn_comes(free, self.slots, expected)
+
+
+def turn_comes(free_in: list[float], slots: int, ahead: list[float]) -> float:
+    """Seconds until the next in line after ``ahead`` starts: ``slots`` slots, the busy ones free in ``free_in``
+    seconds (the others now); each training ahead takes the slot that frees first for its expected seconds.
+
+    Example:
+        >>> turn_comes([10.0], 2, [30.0, 5.0])  # a slot free now, one in 10 s; two ahead: 30 s now, 5 s at 10 s
+        15.0
+    """
+    free = [*free_in, *[0.0] * max(0, slots - len(free_in))]
+    heapq.heapify(free)
+    for expected in ahead:
+        heapq.heappush(free, heapq.heappop(free) + expected)
+    return free[0]
 
 
 _server_queue: TrainingQueue | None = None

@@ -216,6 +216,8 @@ def interrupted(folder: Path, page: str) -> None:
     stopped them): each "not finished — start again", with the run saved where it had begun
     training, and Dismiss (which removes the journal entry only)."""
     live = training_page.live_journal_ids()
+    if live is None:  # the shared queue cannot say which trainings still go: none is called interrupted
+        return
     for entry in journal_entries(folder):
         if entry.page != page or entry.id in live:
             continue

@@ -16,8 +16,12 @@ watch and describe trainings through it, and it re-exports the few names of ``ru
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import shutil
+import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -116,7 +120,9 @@ class TrainingPage:
                 job.submit(server_queue(), common.workspace_key(), page=self.url_path if keep else None,
                            dataset=dataset)  # journaled (keep) until it ends
             else:
-                job = JobSequence(capped, runs_dir)  # one after the other, each started by the end of the one before
+                job = JobSequence(capped, runs_dir,  # one after the other, each started by the end of the one before
+                                  listing={"workspace": common.workspace_key(), "job_key": self.job_key,
+                                           "label": label, "page": self.url_path})  # (with a shared queue)
                 job.submit(server_queue(), common.workspace_key())  # one training of the learner in the queue
         except CannotStart:
             raise
@@ -136,9 +142,10 @@ class TrainingPage:
         server and, with a shared queue, on the others."""
         server_registry().drop(common.workspace_key(), self.job_key, job)
         url = distributed.broker_url()
-        if url is not None and isinstance(job, TrainingJob):
+        ids = [job.job_id] if isinstance(job, TrainingJob) else job.job_ids if isinstance(job, JobSequence) else []
+        if url is not None and ids:
             try:
-                distributed.unlist(url, common.workspace_key(), self.job_key, job.job_id)
+                distributed.unlist(url, common.workspace_key(), self.job_key, ids)
             except (InputError, RedisError) as err:  # the broker is down: another server may offer it once more
                 log.warning("could not unlist job %s from the shared queue: %s", job.job_id, err)
 
@@ -165,6 +172,25 @@ class TrainingPage:
         live_view()
 
 
+SCRATCH = ".scratch"  # in a runs folder: session-only runs that a shared queue's workers save (hidden from lists)
+SCRATCH_KEPT = 24 * 3600  # seconds a session-only folder there is kept
+
+
+def scratch_folder(prefix: str) -> Path:
+    """A new folder for runs kept for this session only (the Seed experiment's). With a shared queue its workers,
+    on other machines, save there: it is then on the storage they share, hidden in the visitor's runs folder (the
+    runs list skips it; folders there older than a day are removed here); otherwise the system's temporary folder."""
+    if distributed.broker_url() is None:
+        return Path(tempfile.mkdtemp(prefix=prefix))
+    root = common.runs_dir() / SCRATCH
+    root.mkdir(parents=True, exist_ok=True)
+    for old in root.iterdir():
+        with contextlib.suppress(OSError):
+            if time.time() - old.stat().st_mtime > SCRATCH_KEPT:
+                shutil.rmtree(old)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+
+
 def adopt_listed_jobs(only: str | None = None) -> None:
     """With a shared queue: the workspace's page jobs that other app servers submitted (a learner whose server
     died, now on this one), registered here and watched from their first report. ``only``: that page's job key."""
@@ -175,28 +201,25 @@ def adopt_listed_jobs(only: str | None = None) -> None:
     try:
         listed = distributed.listed(url, workspace)
         known = {getattr(job, "job_id", None) for job in registry.jobs(workspace)}
-        for job_key, job_id in listed.items():
-            if only not in (None, job_key) or job_id in known:
+        for job_key, job_ids in listed.items():
+            if only not in (None, job_key) or job_ids[0] in known:
                 continue
-            described = distributed.described(url, job_id)
-            if described is None or described.listing is None:
+            described = [distributed.described(url, job_id) for job_id in job_ids]
+            if None in described or described[0].listing is None:  # (the queue has forgotten it: a day old)
                 continue
-            job = TrainingJob.attach(described, distributed.watch(url, job_id))
-            registry.register(workspace, job_key, job, label=described.listing["label"], page=described.listing["page"])
+            listing = described[0].listing
+            if listing.get("sequence"):  # a sequence (the Seed experiment's trainings)
+                job = JobSequence.attach([(d, distributed.watch(url, d.job_id)) for d in described])
+            else:
+                job = TrainingJob.attach(described[0], distributed.watch(url, job_ids[0]))
+            registry.register(workspace, job_key, job, label=listing["label"], page=listing["page"])
     except (InputError, RedisError) as err:  # the broker is down: this server's own jobs are still shown
         log.warning("could not look up the workspace's trainings on the shared queue: %s", err)
 
 
-class _Unknown(frozenset):
-    """Every entry counts as live: the shared queue cannot be asked, so none is said to be interrupted."""
-
-    def __contains__(self, item: object) -> bool:
-        return True
-
-
-def live_journal_ids() -> frozenset[str]:
-    """The journal entries of trainings still going: this server's, and with a shared queue every server's (when
-    the broker cannot be reached, all of them: a training is never called interrupted on a guess)."""
+def live_journal_ids() -> frozenset[str] | None:
+    """The journal entries of trainings still going: this server's, and with a shared queue every server's; None
+    when the broker cannot be reached (then no training is said to be interrupted: never on a guess)."""
     local = jobs.live_journal_ids()
     url = distributed.broker_url()
     if url is None:
@@ -205,7 +228,7 @@ def live_journal_ids() -> frozenset[str]:
         return local | distributed.live_journal_ids(url)
     except (InputError, RedisError) as err:
         log.warning("could not ask the shared queue which trainings are live: %s", err)
-        return _Unknown()
+        return None
 
 
 def training_page(script: str, icon: str, *, job_key: str) -> TrainingPage:

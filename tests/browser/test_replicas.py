@@ -88,6 +88,53 @@ def test_a_training_started_on_a_replica_that_dies_is_found_running_on_the_other
         shutil.rmtree(tmp_path / "cache", ignore_errors=True)
 
 
+def test_the_seed_experiment_goes_on_when_its_replica_dies(tmp_path):
+    """The Seed experiment's three trainings go to the shared queue together, each after the one before: Eve's
+    replica is killed while the first trains; her link on the other replica finds the experiment, which goes on
+    to its results. Its runs are session-only: saved where the workers save (hidden in her runs folder), not listed."""
+    runs = tmp_path / "runs"
+    broker = RedisServer(tmp_path)
+    worker = Worker(broker.url, tmp_path).wait_ready()
+    env = {"ATTENTION_PLAYGROUND_SHARED": "1", "ATTENTION_PLAYGROUND_BROKER": broker.url,
+           "ATTENTION_PLAYGROUND_CACHE": str(tmp_path / "cache")}
+    from playwright.sync_api import sync_playwright
+
+    try:
+        with sync_playwright() as pw, launch_chromium(pw) as browser, \
+                replicas_behind_nginx(runs, env, tmp_path) as (proxy, replicas):
+            eve = learner_page(browser)
+            with screenshots_on_failure(tmp_path / "screenshots", {"eve": eve}):
+                first = eve.goto(f"{proxy}/Seed_experiment").headers["x-replica"]
+                link = open_as_new_learner(eve, proxy, "Seed_experiment").replace("/?", "/Seed_experiment?", 1)
+                main = eve.get_by_test_id("stMain")
+                for label, epochs in (("Epochs, seed variants", "150"), ("Epochs, default preset", "5")):
+                    box = main.get_by_label(label)
+                    box.fill(epochs)
+                    box.press("Tab")
+                main.get_by_role("button", name="Train all three").click()
+                main.get_by_text(re.compile(r"running · epoch \d+/150")).first.wait_for(timeout=WAIT)
+                main.get_by_text("waiting for its turn").first.wait_for(timeout=WAIT)  # the two after it: in line
+                shot(eve, "seed_experiment_on_the_shared_queue")
+
+                replicas[first].send_signal(signal.SIGKILL)  # her replica dies mid-experiment
+                replicas[first].wait(10)
+
+                assert eve.goto(link).headers["x-replica"] != first
+                main.get_by_text(re.compile(r"(running|finished) · epoch")).first.wait_for(timeout=WAIT)
+                main.get_by_role("heading", name="Final training loss").wait_for(timeout=3 * WAIT)  # all three ended
+                main.get_by_role("heading", name="Time-lapse").wait_for(timeout=WAIT)
+                no_traceback(eve)
+                shot(eve, "seed_experiment_found_on_replica_b")
+        workspace = next((runs / "workspaces").iterdir())
+        scratch = list((workspace / ".scratch").glob("seedexp-*/*/config.json"))
+        assert sorted(p.parent.name for p in scratch) == ["default", "frozen", "head"]  # each trained once, saved once
+        assert not [r for r in workspace.iterdir() if (r / "config.json").exists()]  # none in her runs list
+    finally:
+        worker.stop()
+        broker.stop()
+        shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+
+
 def test_four_learners_two_replicas_two_workers_a_replica_and_a_worker_killed(tmp_path):
     """The class of issue 29: four learners in shared mode behind nginx, two replicas, two workers of one slot each
     (two train, two wait in line). The replica serving most of them is killed, and the worker training one of the

@@ -186,6 +186,60 @@ def test_a_workspaces_limit_counts_its_trainings_on_every_app_server(broker, tmp
     assert not (tmp_path / "on-a").exists()
 
 
+def test_a_sequence_goes_to_the_shared_queue_whole_and_another_server_adopts_it(broker, tmp_path):
+    """The Seed experiment's three trainings: in the shared line at once, each after the one before (so they go on
+    if their app server stops), listed as one under their page; Stop cancels those not started and stops the one
+    training (its run kept); a second server that adopted the sequence sees the same."""
+    from runner.jobs import JobSequence
+    from runner.queue import TrainingQueue
+
+    url = on(broker, 7)
+    server = TrainingQueue(slots=10_000, elsewhere=functools.partial(distributed.owners_trainings, url))
+    seq = JobSequence([("a", spec(epochs=2)), ("b", spec(epochs=100_000)), ("c", spec(epochs=2))], tmp_path,
+                      backend=lambda: BrokerBackend(url),
+                      listing={"workspace": "w", "job_key": "seedexp", "label": "Seed experiment", "page": "seed"})
+    seq.submit(server, "w")
+    assert seq.shared and list(seq.jobs) == ["a", "b", "c"] and seq.queued == []
+    wait_for(lambda: [j.status().state for j in seq.jobs.values()] == ["waiting"] * 3, 30, "all three in line")
+    wait_for(lambda: [j.status().place for j in seq.jobs.values()] == [1, None, None], 30, "their places")
+    assert seq.waiting and seq.status().state == "waiting (1 of 3)"
+    assert distributed.listed(url, "w") == {"seedexp": seq.job_ids}
+    assert distributed.owners_trainings(url, "w") == {seq.job_id}  # one training of its owner
+    adopted = JobSequence.attach([(distributed.described(url, i), distributed.watch(url, i)) for i in seq.job_ids])
+    assert list(adopted.jobs) == ["a", "b", "c"] and adopted.listing["page"] == "seed"
+    w = Worker(url, tmp_path).wait_ready()
+    try:
+        wait_for(lambda: seq.jobs["a"].done and seq.jobs["b"].status().epochs_recorded >= 1, 120, "b to train after a")
+        assert seq.status().state.endswith("(2 of 3)") and seq.jobs["c"].status().state == "waiting"
+        seq.stop()
+        assert seq.join(120)
+    finally:
+        w.stop()
+    states = {key: (job.status().state, job.run_path) for key, job in seq.jobs.items()}
+    assert states == {"a": ("finished", tmp_path / "a"), "b": ("stopped", tmp_path / "b"), "c": ("cancelled", None)}
+    assert "nothing was trained" in seq.jobs["c"].message and not (tmp_path / "c").exists()
+    assert server.running == [] and server.waiting == []  # its turn in the server's queue ended with its last job
+    assert adopted.join(60) and {k: j.status().state for k, j in adopted.jobs.items()} == {
+        "a": "finished", "b": "stopped", "c": "cancelled"}
+    assert distributed.owners_trainings(url, "w") == set()
+
+
+def test_a_job_nobody_watched_while_it_waited_is_not_started(broker, tmp_path):
+    """Its page was closed while it waited in the shared line: the worker that takes it trains nothing."""
+    url = on(broker, 8)
+    channel = BrokerBackend(url).start(JobRequest(spec(epochs=2), tmp_path, "unwatched", 1, 1.0, 0))
+    client = distributed.connect(url)
+    wait_for(lambda: distributed._silent_for(client, channel.job_id) > 1.5, 30, "a silence longer than orphan_after")
+    w = Worker(url, tmp_path).wait_ready()
+    try:
+        reports = _all_reports(channel)
+    finally:
+        w.stop()
+    assert isinstance(reports[-1], Ended) and reports[-1].status == "cancelled", reports
+    assert "its page was closed" in reports[-1].message and not any(isinstance(r, Started) for r in reports)
+    assert not (tmp_path / "unwatched").exists()
+
+
 def test_the_worker_loads_torch_without_starting_its_thread_pool():
     # A child forked from a process whose OpenMP pool has run hangs at its own first parallel step (measured:
     # docs/deploy.md); the worker forks every training from the process preload() ran in.

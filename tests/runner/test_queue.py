@@ -320,3 +320,13 @@ def test_a_wait_of_a_few_seconds_reads_starting_soon():
     assert said(1, None) == "1st in line — your turn comes when a training ends"
     # the page's message goes on "It starts by itself; …": the place never says it again
     assert not any("starts by itself" in said(p, w) for p in (1, 2, None) for w in (None, 0.0, 40.0))
+
+
+def test_a_turn_comes_when_the_slots_have_taken_those_ahead():
+    """The one rule of both queues' estimates (this server's, and the shared queue's in runner.distributed)."""
+    from runner.queue import turn_comes
+
+    assert turn_comes([], 2, []) == 0.0  # a free slot
+    assert turn_comes([10.0, 4.0], 2, []) == 4.0  # the first busy slot to free
+    assert turn_comes([10.0], 2, [30.0, 5.0]) == 15.0  # one ahead takes the free slot, the other the next at 10 s
+    assert turn_comes([10.0, 20.0], 2, [5.0, 5.0, 5.0]) == 20.0  # 10→15→20, while the other slot frees at 20
