@@ -162,6 +162,10 @@ class TrainConfig:
     # it ends first (training.lr_factor)
     lr_schedule: str = "constant"
     warmup: float = 0.0  # share of the planned steps (or of the time budget, as above) over which the rate rises from 0
+    # 0: lr is the peak rate. N > 0: lr is the peak for a training of N steps or fewer; a longer one peaks at
+    # lr × √(N / its steps) — its planned steps, or with a time budget those its pace so far fits in it
+    # (training.lr_factor): more steps, smaller ones (the rule of thumb fine-tuning follows).
+    lr_reference_steps: int = 0
     label_smoothing: float = 0.0  # target mass spread over the other classes (less over-confident logits)
     average_epochs: float = 0.0  # > 0: evaluate and keep a moving average of the weights over about this many epochs
     patience: int | None = None  # stop when validation loss has not improved for this many epochs; None = never
@@ -211,6 +215,8 @@ class TrainConfig:
             bad("lr_schedule", f"choose one of {', '.join(LR_SCHEDULES)}")
         if not 0.0 <= self.warmup < 1.0:
             bad("warmup", "use a share of the steps in [0, 1), e.g. 0.05")
+        if self.lr_reference_steps < 0:
+            bad("lr_reference_steps", "use 0 (lr as set) or a number of steps")
         if not 0.0 <= self.label_smoothing < 0.5:
             bad("label_smoothing", "use a value in [0, 0.5), e.g. 0.1")
         if not 0.0 <= self.average_epochs <= 100.0:

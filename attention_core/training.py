@@ -165,13 +165,17 @@ class TrainerSpec:
 
 
 def lr_factor(schedule: str, warmup: float, steps: int, *, budget: float | None = None,
-              clock: Callable[[], float] | None = None) -> Callable[[int], float] | None:
+              clock: Callable[[], float] | None = None, reference_steps: int = 0) -> Callable[[int], float] | None:
     """The learning rate's multiplier after ``step`` steps of ``steps`` planned; None for a constant rate.
 
     With a time ``budget`` (seconds) and the training ``clock``, the schedule runs on whichever ends first: a step
     counts as far along as the time spent is along the budget when that is further (``clock() / budget × steps``),
     so a run the budget stops warms up over its first tenth and has decayed when it stops, not at a rate still near
     its peak (the pretrained encoder's 60 s on 8,000 sentences: 100 of 800 planned steps, 80 of them warming up).
+
+    With ``reference_steps`` N (``TrainConfig.lr_reference_steps``), a training of more than N steps peaks lower, at
+    √(N / its steps): its planned steps, or with a budget the steps its pace so far fits in the budget (from its 10th
+    step: the first 10 are at the full peak, which the warm-up keeps small).
 
     Example:
         >>> f = lr_factor("linear", 0.1, 100)
@@ -180,22 +184,36 @@ def lr_factor(schedule: str, warmup: float, steps: int, *, budget: float | None 
         >>> g = lr_factor("linear", 0.1, 100, budget=10.0, clock=lambda: 5.5)  # half the budget spent at step 5
         >>> round(g(5), 2), round(g(80), 2)
         (0.5, 0.22)
+        >>> h = lr_factor("linear", 0.1, 400, reference_steps=100)  # 400 steps: a peak of √(100 / 400) = 0.5
+        >>> round(h(40), 2), round(h(220), 2)
+        (0.5, 0.25)
+        >>> k = lr_factor("constant", 0.0, 4000, budget=10.0, clock=lambda: 2.5, reference_steps=100)
+        >>> round(k(100), 2)  # 100 steps in a quarter of the budget: 400 fit in it, as above
+        0.5
     """
-    if schedule == "constant" and warmup == 0:
+    if schedule == "constant" and warmup == 0 and not reference_steps:
         return None
     warm = round(warmup * steps)
 
+    def peak(step: int) -> float:
+        total = steps
+        if budget and clock is not None:  # the steps that fit in it, once its pace is known (until then, its peak)
+            spent = min(1.0, clock() / budget)
+            total = min(steps, step / spent) if step >= 10 and spent > 0 else 0
+        return math.sqrt(reference_steps / total) if reference_steps and total > reference_steps else 1.0
+
     def factor(step: int) -> float:
+        scale = peak(step)
         if budget and clock is not None:
             step = max(step, min(1.0, clock() / budget) * steps)
         if step < warm:
-            return (step + 1) / (warm + 1)
+            return scale * (step + 1) / (warm + 1)
         done = min(1.0, (step - warm) / max(1, steps - warm))
         if schedule == "linear":
-            return 1.0 - done
+            return scale * (1.0 - done)
         if schedule == "cosine":
-            return 0.5 * (1.0 + math.cos(math.pi * done))
-        return 1.0
+            return scale * 0.5 * (1.0 + math.cos(math.pi * done))
+        return scale
 
     return factor
 
@@ -756,7 +774,8 @@ class Trainer:
         return _AutogradStep(self.model, self._optimizer(), lambda rows: self._tensors(rows, train),
                              loss_weight, tc.grad_clip, label_smoothing=tc.label_smoothing,
                              lr_factor=lr_factor(tc.lr_schedule, tc.warmup, steps, budget=tc.time_budget,
-                                                 clock=None if clock is None else clock.now),
+                                                 clock=None if clock is None else clock.now,
+                                                 reference_steps=tc.lr_reference_steps),
                              average_steps=tc.average_epochs * steps / tc.epochs)
 
     def _wait_while_paused(self, clock: _TrainingClock) -> None:

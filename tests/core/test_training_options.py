@@ -143,6 +143,25 @@ def test_with_a_time_budget_the_schedule_runs_on_whichever_ends_first(ds, emb):
     assert step.optimizer.param_groups[0]["lr"] == 0.0
 
 
+def test_a_longer_training_peaks_lower_when_the_rate_has_a_reference_length(ds, emb):
+    """lr_reference_steps N: up to N steps the peak is lr; a training of more peaks at lr × √(N / its steps) — planned,
+    or with a time budget those its pace fits in it (measured, not assumed: a fast machine's 60 s are many steps)."""
+    short, long = lr_factor("constant", 0.0, 100, reference_steps=100), lr_factor("constant", 0.0, 400, reference_steps=100)
+    assert short(50) == 1.0 and long(0) == long(399) == pytest.approx(0.5)
+    spent = [0.0]
+    budgeted = lr_factor("linear", 0.1, 10_000, budget=60.0, clock=lambda: spent[0], reference_steps=100)
+    spent[0] = 15.0
+    assert budgeted(9) == lr_factor("linear", 0.1, 10_000, budget=60.0, clock=lambda: 15.0)(9)  # too early to tell
+    assert budgeted(25) == pytest.approx(lr_factor("linear", 0.1, 10_000, budget=60.0, clock=lambda: 15.0)(25))  # 100 fit
+    assert budgeted(100) == pytest.approx(0.5 * lr_factor("linear", 0.1, 10_000, budget=60.0, clock=lambda: 15.0)(100))
+    tc = TrainConfig(epochs=4, batch_size=6, lr=0.01, val_fraction=0.0, lr_reference_steps=6)  # 24 steps: half the peak
+    step = Trainer(NEW_OPTIONS, tc, ds, emb)._make_step(None)
+    step([0, 1, 2])
+    assert step.optimizer.param_groups[0]["lr"] == pytest.approx(0.005)
+    with pytest.raises(ConfigError, match="lr_reference_steps"):
+        TrainConfig(lr_reference_steps=-1)
+
+
 def _clock_at(seconds: float):
     from attention_core.training import _TrainingClock
 
