@@ -10,10 +10,12 @@ never sees anything of hers.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.helpers.broker import RedisServer, Worker
@@ -39,15 +41,27 @@ LONG = 5000  # epochs, patience off: far more than the test waits for
 WAIT = 120_000  # ms
 
 
+@contextlib.contextmanager
+def shared_queue(tmp_path: Path, *, workers: int) -> Iterator[tuple[RedisServer, list[Worker], dict[str, str]]]:
+    """A redis-server and ``workers`` workers of one slot, stopped at the end (with any the test adds to the list), and
+    the app's environment for them: shared mode, that broker, a cache of its own."""
+    broker, started = RedisServer(tmp_path), []
+    try:
+        started += [Worker(broker.url, tmp_path).wait_ready() for _ in range(workers)]
+        yield broker, started, {"ATTENTION_PLAYGROUND_SHARED": "1", "ATTENTION_PLAYGROUND_BROKER": broker.url,
+                                "ATTENTION_PLAYGROUND_CACHE": str(tmp_path / "cache")}
+    finally:
+        for worker in started:
+            worker.stop()
+        broker.stop()
+        shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+
+
 def test_a_training_started_on_a_replica_that_dies_is_found_running_on_the_other(tmp_path):
     runs = tmp_path / "runs"
-    broker = RedisServer(tmp_path)
-    worker = Worker(broker.url, tmp_path).wait_ready()
-    env = {"ATTENTION_PLAYGROUND_SHARED": "1", "ATTENTION_PLAYGROUND_BROKER": broker.url,
-           "ATTENTION_PLAYGROUND_CACHE": str(tmp_path / "cache")}
     from playwright.sync_api import sync_playwright
 
-    try:
+    with shared_queue(tmp_path, workers=1) as (_, _, env):
         with sync_playwright() as pw, launch_chromium(pw) as browser, \
                 replicas_behind_nginx(runs, env, tmp_path) as (proxy, replicas):
             alice, bob = learner_page(browser), learner_page(browser)
@@ -82,10 +96,6 @@ def test_a_training_started_on_a_replica_that_dies_is_found_running_on_the_other
                 assert "alice" not in bob.inner_text("body")
         saved = [r.name for w in (runs / "workspaces").iterdir() for r in w.iterdir() if (r / "config.json").exists()]
         assert saved == ["custom-alice"]
-    finally:
-        worker.stop()
-        broker.stop()
-        shutil.rmtree(tmp_path / "cache", ignore_errors=True)
 
 
 def test_the_seed_experiment_goes_on_when_its_replica_dies(tmp_path):
@@ -93,13 +103,9 @@ def test_the_seed_experiment_goes_on_when_its_replica_dies(tmp_path):
     replica is killed while the first trains; her link on the other replica finds the experiment, which goes on
     to its results. Its runs are session-only: saved where the workers save (hidden in her runs folder), not listed."""
     runs = tmp_path / "runs"
-    broker = RedisServer(tmp_path)
-    worker = Worker(broker.url, tmp_path).wait_ready()
-    env = {"ATTENTION_PLAYGROUND_SHARED": "1", "ATTENTION_PLAYGROUND_BROKER": broker.url,
-           "ATTENTION_PLAYGROUND_CACHE": str(tmp_path / "cache")}
     from playwright.sync_api import sync_playwright
 
-    try:
+    with shared_queue(tmp_path, workers=1) as (_, _, env):
         with sync_playwright() as pw, launch_chromium(pw) as browser, \
                 replicas_behind_nginx(runs, env, tmp_path) as (proxy, replicas):
             eve = learner_page(browser)
@@ -108,7 +114,7 @@ def test_the_seed_experiment_goes_on_when_its_replica_dies(tmp_path):
                 link = open_as_new_learner(eve, proxy, "Seed_experiment").replace("/?", "/Seed_experiment?", 1)
                 main = eve.get_by_test_id("stMain")
                 for label, epochs in (("Epochs, seed variants", "150"), ("Epochs, default preset", "5")):
-                    box = main.get_by_label(label)
+                    box = main.get_by_role("spinbutton", name=label)
                     box.fill(epochs)
                     box.press("Tab")
                 main.get_by_role("button", name="Train all three").click()
@@ -129,10 +135,6 @@ def test_the_seed_experiment_goes_on_when_its_replica_dies(tmp_path):
         scratch = list((workspace / ".scratch").glob("seedexp-*/*/config.json"))
         assert sorted(p.parent.name for p in scratch) == ["default", "frozen", "head"]  # each trained once, saved once
         assert not [r for r in workspace.iterdir() if (r / "config.json").exists()]  # none in her runs list
-    finally:
-        worker.stop()
-        broker.stop()
-        shutil.rmtree(tmp_path / "cache", ignore_errors=True)
 
 
 def test_four_learners_two_replicas_two_workers_a_replica_and_a_worker_killed(tmp_path):
@@ -141,13 +143,9 @@ def test_four_learners_two_replicas_two_workers_a_replica_and_a_worker_killed(tm
     others. Each learner reopens their link (the proxy sends them to the replica left), finds their training, stops
     it once it trains, and keeps their run; nobody ever sees another's."""
     runs, names = tmp_path / "runs", ("ann", "ben", "cat", "dan")
-    broker = RedisServer(tmp_path)
-    workers = [Worker(broker.url, tmp_path).wait_ready() for _ in range(2)]
-    env = {"ATTENTION_PLAYGROUND_SHARED": "1", "ATTENTION_PLAYGROUND_BROKER": broker.url,
-           "ATTENTION_PLAYGROUND_CACHE": str(tmp_path / "cache")}
     from playwright.sync_api import sync_playwright
 
-    try:
+    with shared_queue(tmp_path, workers=2) as (_, workers, env):
         with sync_playwright() as pw, launch_chromium(pw) as browser, \
                 replicas_behind_nginx(runs, env, tmp_path) as (proxy, replicas):
             pages = {name: learner_page(browser) for name in names}
@@ -195,10 +193,6 @@ def test_four_learners_two_replicas_two_workers_a_replica_and_a_worker_killed(tm
         saved = sorted(r.name for w in (runs / "workspaces").iterdir() for r in w.iterdir() if (r / "config.json").exists())
         assert saved == [f"custom-{n}" for n in names]  # every learner's run, once, each in a workspace of its own
         assert len(list((runs / "workspaces").iterdir())) == 4
-    finally:
-        for w in workers:
-            w.stop()
-        broker.stop()
 
 
 def _horse_of(worker: Worker) -> bool:
@@ -210,33 +204,25 @@ def _horse_of(worker: Worker) -> bool:
 def test_with_no_worker_the_page_says_so_offers_cancel_and_trains_once_one_starts(tmp_path):
     """A shared queue no worker takes from: the learner is told their place and why nothing moves (not "your turn
     comes when a training ends": none will), with Cancel and no Pause; a worker started then trains it."""
-    broker = RedisServer(tmp_path)
-    env = {"ATTENTION_PLAYGROUND_SHARED": "1", "ATTENTION_PLAYGROUND_BROKER": broker.url,
-           "ATTENTION_PLAYGROUND_CACHE": str(tmp_path / "cache")}
     from playwright.sync_api import sync_playwright
 
-    worker = None
-    try:
-        with sync_playwright() as pw, launch_chromium(pw) as browser, app_process(tmp_path / "runs", env=env) as (url, _):
-            page = learner_page(browser)
-            with screenshots_on_failure(tmp_path / "screenshots", {"learner": page}):
-                open_as_new_learner(page, url, "Train")
-                upload_csv(page, learner_csv(tmp_path, "eve"), LONG)
-                custom_without_patience(page, LONG)
-                start_training(page)
-                main = page.get_by_test_id("stMain")
-                info = main.get_by_text(re.compile(r"Waiting for a free slot: 1st in line\. No worker takes trainings"))
-                info.wait_for(timeout=WAIT)
-                assert "when a training ends" not in info.inner_text()
-                main.get_by_role("button", name="Cancel").and_(page.locator(":enabled")).wait_for()
-                assert main.get_by_role("button", name="Pause").is_disabled()
-                worker = Worker(broker.url, tmp_path).wait_ready()
-                main.get_by_text(re.compile(rf"running · epoch \d+/{LONG}")).first.wait_for(timeout=WAIT)
-                main.get_by_role("button", name="Stop").click()
-                main.get_by_text(re.compile(rf"Training stopped after \d+ of {LONG} epochs\. Saved as run custom-eve\.")) \
-                    .wait_for(timeout=WAIT)
-                no_traceback(page)
-    finally:
-        if worker is not None:
-            worker.stop()
-        broker.stop()
+    with shared_queue(tmp_path, workers=0) as (broker, workers, env), sync_playwright() as pw, \
+            launch_chromium(pw) as browser, app_process(tmp_path / "runs", env=env) as (url, _):
+        page = learner_page(browser)
+        with screenshots_on_failure(tmp_path / "screenshots", {"learner": page}):
+            open_as_new_learner(page, url, "Train")
+            upload_csv(page, learner_csv(tmp_path, "eve"), LONG)
+            custom_without_patience(page, LONG)
+            start_training(page)
+            main = page.get_by_test_id("stMain")
+            info = main.get_by_text(re.compile(r"Waiting for a free slot: 1st in line\. No worker takes trainings"))
+            info.wait_for(timeout=WAIT)
+            assert "when a training ends" not in info.inner_text()
+            main.get_by_role("button", name="Cancel").and_(page.locator(":enabled")).wait_for()
+            assert main.get_by_role("button", name="Pause").is_disabled()
+            workers.append(Worker(broker.url, tmp_path).wait_ready())
+            main.get_by_text(re.compile(rf"running · epoch \d+/{LONG}")).first.wait_for(timeout=WAIT)
+            main.get_by_role("button", name="Stop").click()
+            main.get_by_text(re.compile(rf"Training stopped after \d+ of {LONG} epochs\. Saved as run custom-eve\.")) \
+                .wait_for(timeout=WAIT)
+            no_traceback(page)
