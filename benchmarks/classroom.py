@@ -5,13 +5,14 @@ One ``streamlit run app.py`` with ``ATTENTION_PLAYGROUND_SHARED=1`` on this mach
 a CSV of their own (a different sample of the bundled UCI sentences, named after the learner) and
 starts a training within a few seconds of the others. Measured in the same run:
 
-* every learner's training finishes with a run saved in their own workspace, and each learner's
-  model picker lists their own run and no other learner's;
-* how many waited in line (the page says "… in line") and the places they were shown;
+* every learner's training finishes with a run saved in their own workspace (when: its folder appearing, seen from
+  outside the browsers), and each learner's model picker lists their own run and no other learner's;
+* how many waited in line (the page says "… in line"; with ``--engine`` the shared queue's line, sampled) and the
+  places they were shown;
 * ``/_stcore/health`` polled every 0.25 s from a process of its own, from the first Start to the
   last finish (p95, max);
-* one more learner who does not train types sentences on the home page during the load:
-  sentence → heatmap (p95);
+* one more learner who does not train types sentences on the home page during the load, in a browser and a thread
+  of their own (never held up by this script reading the others' pages): sentence → heatmap (p95);
 * the server's memory (the Streamlit process and its training processes, resident, sampled each
   second: the largest sum), and the time from the first Start until the last training finished.
 
@@ -103,10 +104,10 @@ def server_cpu_seconds() -> float:
 def serving(runs: Path, env: dict[str, str], folder: Path, engine: bool, replicas: int, workers: int, slots: int):
     """The app for the class: one server (as before), or with ``engine`` the shape beyond one server on this machine —
     a redis-server, ``workers`` workers of ``slots`` slots, ``replicas`` app servers behind nginx with sticky
-    sessions (deploy/nginx-replicas.conf); yields the address the learners open."""
+    sessions (deploy/nginx-replicas.conf); yields the address the learners open and the broker's URL (None)."""
     if not engine:
         with app_server(runs, env=env, timeout=120) as url:
-            yield url
+            yield url, None
         return
     from tests.helpers.broker import RedisServer, Worker
     from tests.helpers.proxy import replicas_behind_nginx
@@ -119,7 +120,7 @@ def serving(runs: Path, env: dict[str, str], folder: Path, engine: bool, replica
             w.wait_ready()
         env = {**env, "ATTENTION_PLAYGROUND_BROKER": broker.url}
         with replicas_behind_nginx(runs, env, folder, replicas) as (proxy, _):
-            yield proxy
+            yield proxy, broker.url
     finally:
         for w in started:
             w.stop()
@@ -155,6 +156,84 @@ class MemorySampler(threading.Thread):
         self._halt.set()
         self.join()
         return self.peak
+
+
+class ServerSide(threading.Thread):
+    """What the servers did, seen from outside the browsers (whose pages, at a low priority on a busy machine, are
+    redrawn late): when each learner's run was saved (its folder's config.json appearing; learner i's run is named
+    after learner{i}.csv), and with a shared queue the trainings seen waiting in its line. Polled every 0.25 s."""
+
+    def __init__(self, runs: Path, broker_url: str | None) -> None:
+        super().__init__(daemon=True)
+        self.runs, self.saved_at, self.waited, self.most_waiting = runs, {}, set(), 0
+        self._halt, self._t0 = threading.Event(), time.perf_counter()
+        self._line = None
+        if broker_url is not None:
+            from rq import Queue
+
+            from runner.distributed import QUEUE, connect
+
+            client = connect(broker_url)
+            key = Queue(QUEUE, connection=client).key
+            self._line = lambda: [j.decode() for j in client.lrange(key, 0, -1)]
+
+    def run(self) -> None:
+        while not self._halt.wait(0.25):
+            for config in self.runs.glob("workspaces/*/*/config.json"):
+                m = re.search(r"learner(\d+)(?!\d)", config.parent.name)
+                if m and int(m.group(1)) - 1 not in self.saved_at:
+                    self.saved_at[int(m.group(1)) - 1] = time.perf_counter() - self._t0
+            if self._line is not None:
+                waiting = self._line()
+                self.waited.update(waiting)
+                self.most_waiting = max(self.most_waiting, len(waiting))
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join()
+
+
+class Typist(threading.Thread):
+    """The learner who does not train: types sentences on the home page in a Chromium of their own (at the
+    default priority), in a thread of their own, so that reading the other learners' pages never holds them up.
+    Before the load (``ready``): ten sentences timed on the idle machine; from ``go`` until ``halt``: one after the
+    other, each timed (Enter → its heatmap) with the server's answer to it (:class:`ServerAnswers`)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(daemon=True)
+        self.url, self.ready, self.go, self.halt = url, threading.Event(), threading.Event(), threading.Event()
+        self.idle: list[float] = []
+        self.browser_ms = float("nan")
+        self.typing: list[float] = []
+        self.server_answers: list[float] = []
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        from playwright.sync_api import sync_playwright
+
+        try:
+            with sync_playwright() as pw:
+                browser = launch_browser(pw)
+                page = learner_page(browser, timeout_ms=300_000)
+                answers = ServerAnswers(page)
+                page.goto(self.url)
+                page.get_by_test_id("stMain").locator("g.ytick text", has_text="food").first.wait_for()
+                # Its own browser's share of a sentence → heatmap, on this machine idle (as on the learner's own
+                # computer): each sentence's round trip minus the server's answer to it.
+                idle_sent = len(answers.sent)
+                self.idle = [1000 * t for t in type_sentences(page, range(1000, 1010))]
+                idle_answers = answers.answers_ms(answers.sent[idle_sent])
+                self.browser_ms = statistics.median(t - a for t, a in zip(self.idle, idle_answers, strict=False))
+                self.ready.set()
+                self.go.wait()
+                before = len(answers.sent)
+                while not self.halt.is_set():
+                    self.typing += [1000 * t for t in type_sentences(page, [len(self.typing)])]
+                self.server_answers = answers.answers_ms(answers.sent[before]) if len(answers.sent) > before else []
+                browser.close()
+        except BaseException as err:  # re-raised by the main thread
+            self.error = err
+            self.ready.set()
 
 
 class ServerAnswers:
@@ -215,9 +294,9 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--max-trainings", type=int, default=None, help="ATTENTION_PLAYGROUND_MAX_TRAININGS (default: the app's)")
     ap.add_argument("--learner-browsers-nice", type=int, default=0, metavar="N",
-                    help="run the training learners' Chromium at nice N, the typing learner's in a Chromium of its "
-                         "own at 0: as if the learners' browsers ran on their own machines, as in a class "
-                         "(default 0: one Chromium for all, everything on this machine's cores)")
+                    help="run the training learners' Chromium at nice N (the typing learner's has its own, at 0): as "
+                         "if the learners' browsers ran on their own machines, as in a class (default 0: every "
+                         "browser at the default priority, everything on this machine's cores)")
     ap.add_argument("--engine", action="store_true",
                     help="beyond one server, on this machine: a redis-server, --workers workers of --slots slots, "
                          "--replicas app servers behind nginx (issue 29); the learners open nginx's address")
@@ -237,59 +316,58 @@ def main() -> None:
         env = {"ATTENTION_PLAYGROUND_SHARED": "1"}
         if args.max_trainings:
             env["ATTENTION_PLAYGROUND_MAX_TRAININGS"] = str(args.max_trainings)
-        with serving(runs, env, tmp, args.engine, args.replicas, args.workers, args.slots) as url, \
+        with serving(runs, env, tmp, args.engine, args.replicas, args.workers, args.slots) as (url, broker_url), \
                 sync_playwright() as pw:
             browser = launch_browser(pw, nice=args.learner_browsers_nice)
-            typist_browser = launch_browser(pw) if args.learner_browsers_nice else browser
             learners = [learner_page(browser, timeout_ms=300_000) for _ in range(args.learners)]
-            typist = learner_page(typist_browser, timeout_ms=300_000)
             links = []
             for p, c in zip(learners, csvs, strict=True):  # each a private link, then their CSV on Train
                 links.append(open_as_new_learner(p, url, "Train"))
                 upload_csv(p, c, args.epochs)
-            answers = ServerAnswers(typist)
-            typist.goto(url)
-            typist.get_by_test_id("stMain").locator("g.ytick text", has_text="food").first.wait_for()
-            # The typing learner's own browser's share of a sentence → heatmap, on this machine idle (as on the
-            # learner's own computer): each sentence's round trip minus the server's answer to it.
-            idle_sent = len(answers.sent)
-            idle = [1000 * t for t in type_sentences(typist, range(1000, 1010))]
-            idle_answers = answers.answers_ms(answers.sent[idle_sent])
-            browser_ms = statistics.median(t - a for t, a in zip(idle, idle_answers, strict=False))
-            answered_before = len(answers.sent)
+            typist = Typist(url)
+            typist.start()
+            typist.ready.wait()
+            if typist.error is not None:
+                raise typist.error
 
             memory = MemorySampler()
             memory.start()
             health = HealthProbe(url)
+            server_side = ServerSide(runs, broker_url)
+            server_side.start()
             cpu0 = server_cpu_seconds()
             t0 = time.perf_counter()
+            typist.go.set()
             for p in learners:  # within a few seconds of each other, as a class told "press Start"
                 p.get_by_test_id("stMain").get_by_role("button", name="Start training").click()
             places: list[str] = []
-            typing: list[float] = []
-            finished_at: dict[int, float] = {}
-            rounds, looking = 0, 0.0  # the watch loop's rounds, and its seconds reading the learners' pages
-            while len(finished_at) < len(learners):
+            shown_at: dict[int, float] = {}  # when each learner's page was seen saying its training ended
+            rounds, looking = 0, 0.0  # the rounds reading the learners' pages, and their seconds
+            while len(shown_at) < len(learners) and time.perf_counter() - t0 <= 900:
                 rounds += 1
                 look0 = time.perf_counter()
                 for i, p in enumerate(learners):
-                    if i in finished_at:
+                    if i in shown_at:
                         continue
                     main = p.get_by_test_id("stMain")
                     for text in main.get_by_text(re.compile(r"in line")).all_inner_texts():
                         places.append(f"learner{i + 1}: {text.strip()[:60]}")
                     if main.get_by_text(re.compile("Training (finished|stopped)")).count():
-                        finished_at[i] = time.perf_counter() - t0
+                        shown_at[i] = time.perf_counter() - t0
                 looking += time.perf_counter() - look0
-                if time.perf_counter() - t0 > 900:
-                    break
-                if len(finished_at) < len(learners):
-                    typing += [1000 * t for t in type_sentences(typist, range(len(typing), len(typing) + 2))]
+                if len(shown_at) < len(learners):
+                    time.sleep(0.5)  # (pacing the reads of pages that change slowly, not waiting for anything)
+            server_side.stop()
+            typist.halt.set()
+            typist.join()
+            if typist.error is not None:
+                raise typist.error
             server_cores = (server_cpu_seconds() - cpu0) / (time.perf_counter() - t0)
-            server_answers = answers.answers_ms(answers.sent[answered_before] if len(answers.sent) > answered_before else float("inf"))
             checks = health.stop()
             peak_mb = memory.stop()
+            finished_at = {i: server_side.saved_at[i] for i in shown_at if i in server_side.saved_at}
             last_finish = max(finished_at.values()) if finished_at else float("nan")
+            typing, server_answers, idle, browser_ms = typist.typing, typist.server_answers, typist.idle, typist.browser_ms
 
             # Each learner sees their own run and nobody else's, in the model picker (Inspect's sidebar).
             own_only = True
@@ -306,8 +384,6 @@ def main() -> None:
             workspaces = sorted((runs / "workspaces").glob("*")) if (runs / "workspaces").exists() else []
             runs_per_workspace = [len([r for r in w.iterdir() if (r / "config.json").exists()]) for w in workspaces]
             browser.close()
-            if typist_browser is not browser:
-                typist_browser.close()
 
     latencies = [ms for _, ms in checks]
     result = {
@@ -316,9 +392,13 @@ def main() -> None:
         "rows": args.rows, "epochs": args.epochs, "cores": os.cpu_count(),
         "all_finished": len(finished_at) == len(learners), "finished_at_s": sorted(round(v, 1) for v in finished_at.values()),
         "last_training_finished_s": round(last_finish, 1), "runs_per_workspace": runs_per_workspace,
-        "each_sees_own_run_only": own_only, "waited_in_line": len({p.split(':')[0] for p in places}),
+        "each_sees_own_run_only": own_only,
+        # the shared queue's own count where there is one (the pages', below, can miss a wait they were not redrawn in)
+        "waited_in_line": len(server_side.waited) if broker_url else len({p.split(':')[0] for p in places}),
+        "waited_in_line_pages": len({p.split(':')[0] for p in places}), "most_in_shared_line": server_side.most_waiting,
         "places_shown": sorted(set(places))[:20],
-        "watch_rounds": rounds, "watch_reading_s": round(looking, 1), "typed_sentences": len(typing),
+        "last_page_showed_the_end_s": round(max(shown_at.values()), 1) if shown_at else None,
+        "page_reading_rounds": rounds, "page_reading_s": round(looking, 1), "typed_sentences": len(typing),
         "health_ms_p95": round(p95(latencies), 1), "health_ms_max": round(max(latencies), 1),
         "typing_ms_p95": round(p95(typing), 1), "typing_ms_median": round(statistics.median(typing), 1),
         "server_answer_ms_p95": round(p95(server_answers), 1),
@@ -338,10 +418,11 @@ def main() -> None:
     rows = [
         ("every training finished, own workspace", f"{len(finished_at)}/{len(learners)}, runs {runs_per_workspace}"),
         ("each learner's picker: own run only", own_only),
-        ("learners who waited in line", result["waited_in_line"]),
-        ("time until the last training finished", f"{result['last_training_finished_s']} s"),
-        ("the watch loop: rounds, s reading pages, typed", f"{rounds}, {result['watch_reading_s']} s, {len(typing)} "
-                                                           "sentences (pages read once a round)"),
+        ("learners who waited in line", f"{result['waited_in_line']} ({'the shared queue seen; ' if broker_url else ''}"
+                                        f"their pages said so: {result['waited_in_line_pages']})"),
+        ("time until the last run was saved", f"{result['last_training_finished_s']} s (its page said so at "
+                                              f"{result['last_page_showed_the_end_s']} s)"),
+        ("learners' pages: rounds read, seconds", f"{rounds}, {result['page_reading_s']} s; typed {len(typing)} sentences"),
         ("health p95 / max", f"{result['health_ms_p95']} / {result['health_ms_max']} ms (goal p95 < {HEALTH_P95_MS:.0f})"),
         ("typing learner: sentence → heatmap p95", f"{result['typing_ms_p95']} ms (goal ≤ {TYPING_P95_MS:.0f})"),
         ("  of which the server's answer (p95, median)",

@@ -18,7 +18,7 @@ from attention_core.runs import Prediction, save_new_run
 from ui import chart_downloads, figures, live_chart
 from ui.common import ROOT, check_room, embeddings, runs_dir
 from ui.seed_findings import VariantSummary
-from ui.training_page import JobSequence, TrainingJob, ordinal
+from ui.training_page import JobSequence, TrainingJob, ordinal, time_left
 
 SENTENCES = SEED.train.probes  # the post's five evaluate_model sentences
 VARIANTS = {
@@ -106,7 +106,7 @@ def live_view(seq: JobSequence, running: bool) -> None:
             if snap.state == "waiting":  # on a shared queue: after the one before it, or in its line
                 st.caption("waiting for its turn" + (f": {ordinal(snap.place)} in line" if snap.place else ""))
                 continue
-            left = f" · about {snap.eta_seconds:.0f} s left" if snap.eta_seconds is not None and not snap.done else ""
+            left = time_left(snap)
             st.progress(snap.progress, text=f"{snap.state} · epoch {snap.epoch}/{snap.epochs}{left}")
             if n := snap.epochs_recorded:  # rebuilt only when an epoch was added (this redraws twice a second)
                 cached = ss.get(f"seedexp_live_{key}")

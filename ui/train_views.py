@@ -157,7 +157,7 @@ def progress(snap: JobStatus, history: History, name: str, key: str = "train") -
     updated in place in the browser, also when the job ends (a zoom survives; the browser
     does not build the chart again while it draws the results).
     """
-    eta = f" · about {snap.eta_seconds:.0f} s left" if snap.eta_seconds is not None and not snap.done else ""
+    eta = training_page.time_left(snap)
     step = snap.step
     in_epoch = f"{step.step_in_epoch}/{step.steps_per_epoch}" if step is not None else "0/0"
     label = (f"{snap.state} · epoch {snap.epoch}/{snap.epochs} · step {in_epoch} · "

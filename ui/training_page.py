@@ -172,6 +172,13 @@ class TrainingPage:
         live_view()
 
 
+def time_left(snap: jobs.JobStatus) -> str:
+    """" · about 40 s left" (" · under 1 s left"), or nothing once it has ended or while its pace is unknown."""
+    if snap.eta_seconds is None or snap.done:
+        return ""
+    return " · under 1 s left" if snap.eta_seconds < 1 else f" · about {snap.eta_seconds:.0f} s left"
+
+
 SCRATCH = ".scratch"  # in a runs folder: session-only runs that a shared queue's workers save (hidden from lists)
 SCRATCH_KEPT = 24 * 3600  # seconds a session-only folder there is kept
 

@@ -77,3 +77,14 @@ def test_every_page_file_is_listed_once_and_a_page_finds_its_own_entry():
     assert page_of(ROOT / "pages" / "6_Seed_experiment.py").url_path == "Seed_experiment"
     with pytest.raises(LookupError, match="add it to ui.navigation.PAGE_FILES"):
         page_of(ROOT / "app.py")
+
+
+def test_the_time_left_never_reads_about_0_s():
+    """Seen on the Seed experiment's fast variants: "epoch 101/150 · about 0 s left"."""
+    from runner.jobs import JobStatus
+    from ui.training_page import time_left
+
+    assert time_left(JobStatus("running", 150, 0.6, eta_seconds=0.3)) == " · under 1 s left"
+    assert time_left(JobStatus("running", 150, 0.6, eta_seconds=41.6)) == " · about 42 s left"
+    assert time_left(JobStatus("running", 150, 0.6)) == ""  # its pace not known yet
+    assert time_left(JobStatus("finished", 150, 1.0, eta_seconds=0.0, done=True)) == ""
