@@ -41,23 +41,15 @@ fi
 
 attention-playground worker --broker "$ATTENTION_PLAYGROUND_BROKER" --slots "$SLOTS" &
 pids+=($!)
-upstream=""
+replicas=()
 for port in $APP_PORTS; do
   streamlit run app.py --server.address 127.0.0.1 --server.port "$port" --server.headless true \
     --browser.gatherUsageStats false &
   pids+=($!)
-  upstream+="        server 127.0.0.1:$port max_fails=1 fail_timeout=10s;\n"
+  replicas+=("127.0.0.1:$port")
 done
 
-# The recipe's nginx file with these ports, and its log, pid and temporary files in $state.
-awk -v servers="$upstream" -v port="$PROXY_PORT" -v dir="$state" '
-  /server 127\.0\.0\.1:85/ { if (!done) { printf "%s", servers; done = 1 } next }
-  { gsub("listen 127.0.0.1:8080;", "listen 127.0.0.1:" port ";")
-    gsub("/var/log/nginx/attention-playground-error.log", dir "/nginx-error.log")
-    gsub("/run/attention-playground-nginx.pid", dir "/nginx.pid") }
-  /^http \{/ { print; for (i = split("client_body proxy fastcgi uwsgi scgi", t, " "); i > 0; i--)
-                 print "    " t[i] "_temp_path " dir "/" t[i] ";"; next }
-  { print }' deploy/nginx-replicas.conf >"$state/nginx.conf"
+bash deploy/nginx-conf.sh "$PROXY_PORT" "$state" "${replicas[@]}" >"$state/nginx.conf"
 "$NGINX" -c "$state/nginx.conf" -p "$state" -g "daemon off;" &
 pids+=($!)
 

@@ -12,25 +12,13 @@ from pathlib import Path
 
 from tests.helpers.broker import ROOT, free_port, wait_for
 
-CONF = ROOT / "deploy" / "nginx-replicas.conf"
-
 
 def replicas_conf(replicas: Sequence[str], port: int, folder: Path) -> str:
-    """The recipe's text for ``replicas`` (``host:port`` each), listening on ``port``, its files in ``folder``."""
-    text = CONF.read_text()
-    servers = [line for line in text.splitlines() if line.strip().startswith("server 127.0.0.1:85")]
-    assert len(servers) == 2, "deploy/nginx-replicas.conf lists two replicas"
-    indent, rest = servers[0].split("server ", 1)
-    options = rest.split(" ", 1)[1]
-    text = text.replace("\n".join(servers), "\n".join(f"{indent}server {r} {options}" for r in replicas))
-    for old, new in (("listen 127.0.0.1:8080;", f"listen 127.0.0.1:{port};"),
-                     ("/var/log/nginx/attention-playground-error.log", str(folder / "nginx-error.log")),
-                     ("/run/attention-playground-nginx.pid", str(folder / "nginx.pid"))):
-        assert old in text, old
-        text = text.replace(old, new)
-    temp = "".join(f"    {kind}_temp_path {folder / kind};\n" for kind in ("client_body", "proxy", "fastcgi", "uwsgi",
-                                                                             "scgi"))
-    return text.replace("http {\n", "http {\n" + temp, 1)
+    """The recipe's text for ``replicas`` (``host:port`` each), listening on ``port``, its files in ``folder``: as
+    ``deploy/one-machine.sh`` makes it (``deploy/nginx-conf.sh``)."""
+    done = subprocess.run(["bash", str(ROOT / "deploy" / "nginx-conf.sh"), str(port), str(folder), *replicas],
+                          capture_output=True, text=True, check=True)
+    return done.stdout
 
 
 @contextlib.contextmanager
