@@ -46,6 +46,7 @@ def test_the_app_latency_benchmark_runs_quick():
 def test_the_classroom_benchmark_runs_quick():
     figures = run_benchmark("benchmarks/classroom.py", "--quick")
     assert figures["learners"] == 2 and figures["all_finished"] and figures["each_sees_own_run_only"]
+    assert len(figures["finished_at_s"]) == 2 and figures["typed_sentences"] >= 1  # saved runs seen; the typist typed
 
 
 def test_the_quality_benchmark_runs_quick():
@@ -93,3 +94,4 @@ def test_the_classroom_benchmark_runs_quick_through_the_engine():
     figures = run_benchmark("benchmarks/classroom.py", "--quick", "--engine")
     assert figures["engine"] == {"replicas": 2, "workers": 2, "slots": 1}
     assert figures["learners"] == 2 and figures["all_finished"] and figures["each_sees_own_run_only"]
+    assert figures["most_in_shared_line"] >= 0 and figures["typed_sentences"] >= 1
