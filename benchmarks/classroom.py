@@ -48,6 +48,7 @@ from benchmarks.app_latency import HealthProbe, launch_browser, type_sentences  
 from tests.helpers.browser import app_server, learner_page, open_as_new_learner, picker_options, upload_csv  # noqa: E402
 
 HEALTH_P95_MS = 100.0
+PACE = 3.0  # seconds between the typing learner's sentences: a person's pace (as the watch loop typed before)
 TYPING_P95_MS = 500.0
 
 
@@ -196,8 +197,8 @@ class ServerSide(threading.Thread):
 class Typist(threading.Thread):
     """The learner who does not train: types sentences on the home page in a Chromium of their own (at the
     default priority), in a thread of their own, so that reading the other learners' pages never holds them up.
-    Before the load (``ready``): ten sentences timed on the idle machine; from ``go`` until ``halt``: one after the
-    other, each timed (Enter → its heatmap) with the server's answer to it (:class:`ServerAnswers`)."""
+    Before the load (``ready``): ten sentences timed on the idle machine; from ``go`` until ``halt``: one every
+    ``PACE`` seconds, each timed (Enter → its heatmap) with the server's answer to it (:class:`ServerAnswers`)."""
 
     def __init__(self, url: str) -> None:
         super().__init__(daemon=True)
@@ -227,8 +228,11 @@ class Typist(threading.Thread):
                 self.ready.set()
                 self.go.wait()
                 before = len(answers.sent)
-                while not self.halt.is_set():
+                next_at = time.perf_counter()
+                while not self.halt.is_set():  # a sentence every PACE seconds (or as soon as the last one drew)
                     self.typing += [1000 * t for t in type_sentences(page, [len(self.typing)])]
+                    next_at += PACE
+                    self.halt.wait(max(0.0, next_at - time.perf_counter()))
                 self.server_answers = answers.answers_ms(answers.sent[before]) if len(answers.sent) > before else []
                 browser.close()
         except BaseException as err:  # re-raised by the main thread
