@@ -178,12 +178,18 @@ def test_a_workspaces_limit_counts_its_trainings_on_every_app_server(broker, tmp
         page_job("third").submit(servers[1], "w")
     with pytest.raises(QueueLimitError):
         page_job("third").submit(servers[0], "w")  # and A counts B's
-    page_job("other", workspace="v").submit(servers[1], "v")  # another learner is not held back by w's
+    other = page_job("other", workspace="v")
+    other.submit(servers[1], "v")  # another learner is not held back by w's
     on_a.stop()  # cancelled while waiting: no longer counted anywhere
     on_a.join(30)
     wait_for(lambda: distributed.owners_trainings(url, "w") == {on_b.job_id}, 30, "A's cancel to count")
-    page_job("third").submit(servers[1], "w")
-    assert not (tmp_path / "on-a").exists()
+    third = page_job("third")
+    third.submit(servers[1], "w")
+    for job in (on_b, other, third):  # nothing left waiting in the shared line, nor watching it, after the test
+        job.stop()
+        job.join(30)
+        assert job.status().state == "cancelled"
+    assert not any((tmp_path / name).exists() for name in ("on-a", "on-b", "other", "third"))
 
 
 def test_a_sequence_goes_to_the_shared_queue_whole_and_another_server_adopts_it(broker, tmp_path):
