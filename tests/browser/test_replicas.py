@@ -113,12 +113,13 @@ def test_the_seed_experiment_goes_on_when_its_replica_dies(tmp_path):
                 first = eve.goto(f"{proxy}/Seed_experiment").headers["x-replica"]
                 link = open_as_new_learner(eve, proxy, "Seed_experiment").replace("/?", "/Seed_experiment?", 1)
                 main = eve.get_by_test_id("stMain")
-                for label, epochs in (("Epochs, seed variants", "150"), ("Epochs, default preset", "5")):
+                # the post's 1000 epochs: ~7 s a seed variant here (at 150, ~1 s: it could end before it was seen)
+                for label, epochs in (("Epochs, seed variants", "1000"), ("Epochs, default preset", "5")):
                     box = main.get_by_role("spinbutton", name=label)
                     box.fill(epochs)
                     box.press("Tab")
                 main.get_by_role("button", name="Train all three").click()
-                main.get_by_text(re.compile(r"running · epoch \d+/150")).first.wait_for(timeout=WAIT)
+                main.get_by_text(re.compile(r"running · epoch \d+/1000")).first.wait_for(timeout=WAIT)
                 main.get_by_text("waiting for its turn").first.wait_for(timeout=WAIT)  # the two after it: in line
                 shot(eve, "seed_experiment_on_the_shared_queue")
 
@@ -126,9 +127,11 @@ def test_the_seed_experiment_goes_on_when_its_replica_dies(tmp_path):
                 replicas[first].wait(10)
 
                 assert eve.goto(link).headers["x-replica"] != first
-                main.get_by_text(re.compile(r"(running|finished) · epoch")).first.wait_for(timeout=WAIT)
-                main.get_by_role("heading", name="Final training loss").wait_for(timeout=3 * WAIT)  # all three ended
+                main.get_by_text(re.compile(r"running · epoch|waiting for its turn")).first.wait_for(timeout=WAIT)
+                main.get_by_text("finished · epoch 5/5").wait_for(timeout=3 * WAIT)  # the last of the three ended
+                main.get_by_role("heading", name="Final training loss").wait_for(timeout=WAIT)
                 main.get_by_role("heading", name="Time-lapse").wait_for(timeout=WAIT)
+                assert main.get_by_text("finished · epoch 1000/1000").count() == 2  # and the two before it
                 no_traceback(eve)
                 shot(eve, "seed_experiment_found_on_replica_b")
         workspace = next((runs / "workspaces").iterdir())
