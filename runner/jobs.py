@@ -638,6 +638,7 @@ class JobSequence:
         self.backend, self.listing = backend, listing
         self.job_id = secrets.token_hex(8)  # its first job's id on a shared queue (the sequence's, to its queue)
         self.shared = False  # its jobs went to a shared queue together
+        self._ended: set[str] = set()  # ids of its jobs on a shared queue that have ended (_member_ended)
         self._jobs: dict[str, TrainingJob] = {}  # started so far, in order (grown by watcher threads)
         self.error: str | None = None  # why the sequence ended early, if a job could not start
         self._queue = list(items)
@@ -707,8 +708,13 @@ class JobSequence:
         return True
 
     def _member_ended(self, ended: TrainingJob) -> None:
-        """One of a shared sequence's jobs ended: after its last, the sequence's turn in this server's queue ends."""
-        if all(job is ended or job.done for job in self.jobs.values()) and self._ticket is not None:
+        """One of a shared sequence's jobs ended (called once per job, from its watcher thread): after the last, the
+        sequence's turn in this server's queue ends. Counted, not read from the jobs' states: two ending at once
+        would each see the other not done yet, and the turn would never end."""
+        with self._lock:
+            self._ended.add(ended.job_id)
+            last = len(self._ended) == len(self._jobs)
+        if last and self._ticket is not None:
             self._ticket.done()
         self._wake.set()
 

@@ -227,7 +227,24 @@ def test_a_sequence_goes_to_the_shared_queue_whole_and_another_server_adopts_it(
     assert server.running == [] and server.waiting == []  # its turn in the server's queue ended with its last job
     assert adopted.join(60) and {k: j.status().state for k, j in adopted.jobs.items()} == {
         "a": "finished", "b": "stopped", "c": "cancelled"}
-    assert distributed.owners_trainings(url, "w") == set()
+    # (b's record in RQ says finished once its work horse has returned, a moment after its last report)
+    wait_for(lambda: distributed.owners_trainings(url, "w") == set(), 30, "the queue to hold none of them")
+
+
+def test_two_jobs_of_a_shared_sequence_ending_at_once_end_its_turn(tmp_path):
+    """Each job's end is counted (a job's on_end runs before it reads as done: two ending together each saw the
+    other still going, and the sequence's turn in the server's queue never ended — its owner could start nothing)."""
+    from runner.jobs import JobSequence
+    from runner.queue import TrainingQueue
+
+    server = TrainingQueue(slots=1)
+    seq = JobSequence([], tmp_path)
+    seq.shared = True
+    seq._jobs = {key: TrainingJob(spec(epochs=2), tmp_path, key) for key in ("a", "b")}  # (never started)
+    seq._ticket = server.submit("w", lambda _ticket: None)
+    for job in seq._jobs.values():  # both in their on_end at once: neither done yet
+        seq._member_ended(job)
+    assert server.running == []
 
 
 def test_a_job_nobody_watched_while_it_waited_is_not_started(broker, tmp_path):
