@@ -186,14 +186,15 @@ SCRATCH_KEPT = 24 * 3600  # seconds a session-only folder there is kept
 def scratch_folder(prefix: str) -> Path:
     """A new folder for runs kept for this session only (the Seed experiment's). With a shared queue its workers,
     on other machines, save there: it is then on the storage they share, hidden in the visitor's runs folder (the
-    runs list skips it; folders there older than a day are removed here); otherwise the system's temporary folder."""
+    runs list skips it; our folders there, ``prefix…``, older than a day are removed here — nothing else is touched);
+    otherwise the system's temporary folder."""
     if distributed.broker_url() is None:
         return Path(tempfile.mkdtemp(prefix=prefix))
     root = common.runs_dir() / SCRATCH
     root.mkdir(parents=True, exist_ok=True)
-    for old in root.iterdir():
+    for old in root.glob(f"{prefix}*"):
         with contextlib.suppress(OSError):
-            if time.time() - old.stat().st_mtime > SCRATCH_KEPT:
+            if old.is_dir() and not old.is_symlink() and time.time() - old.stat().st_mtime > SCRATCH_KEPT:
                 shutil.rmtree(old)
     return Path(tempfile.mkdtemp(prefix=prefix, dir=root))
 

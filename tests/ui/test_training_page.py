@@ -88,3 +88,29 @@ def test_the_time_left_never_reads_about_0_s():
     assert time_left(JobStatus("running", 150, 0.6, eta_seconds=41.6)) == " · about 42 s left"
     assert time_left(JobStatus("running", 150, 0.6)) == ""  # its pace not known yet
     assert time_left(JobStatus("finished", 150, 1.0, eta_seconds=0.0, done=True)) == ""
+
+
+def test_session_only_folders_on_shared_storage_remove_only_their_own_old_ones(tmp_path, monkeypatch):
+    """With a shared queue the Seed experiment's runs go to <runs>/.scratch/seedexp-…; making one removes its own
+    kind older than a day, never a learner's own files or folders there, nor a link's target."""
+    import os
+    import time
+
+    from ui import common, training_page
+
+    monkeypatch.setattr(training_page.distributed, "broker_url", lambda: "redis://127.0.0.1:1/0")
+    monkeypatch.setattr(common, "runs_dir", lambda: tmp_path)
+    root = tmp_path / training_page.SCRATCH
+    old_ours, mine, my_file, target = root / "seedexp-old", root / "my-notes", root / "seedexp-note.txt", tmp_path / "t"
+    for folder in (old_ours, mine, target):
+        folder.mkdir(parents=True)
+        (folder / "keep.txt").write_text("x")
+    my_file.write_text("mine")
+    (root / "seedexp-link").symlink_to(target)
+    day_ago = time.time() - training_page.SCRATCH_KEPT - 60
+    for path in (old_ours, mine, my_file, target):
+        os.utime(path, (day_ago, day_ago))
+    made = training_page.scratch_folder("seedexp-")
+    assert made.is_dir() and made.parent == root and made.name.startswith("seedexp-")
+    assert not old_ours.exists()  # its own kind, a day old: removed
+    assert (mine / "keep.txt").exists() and my_file.read_text() == "mine" and (target / "keep.txt").exists()
