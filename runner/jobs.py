@@ -674,7 +674,12 @@ class JobSequence:
     def _start_shared(self) -> bool:
         """With a shared queue: check every training, then submit those before the first that cannot start, all
         at once; True (else, False: nothing done, the trainings are started here one by one)."""
-        backend = (self.backend or default_backend)()
+        if self.backend is not None:
+            backend = self.backend()
+        else:  # (not default_backend(): on this machine that waits for the job host, in the page's thread)
+            from runner.distributed import BrokerBackend, broker_url
+
+            backend = BrokerBackend(url) if (url := broker_url()) else None
         start_sequence = getattr(backend, "start_sequence", None)
         if start_sequence is None:
             return False
