@@ -23,8 +23,9 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
+
+from attention_core.dropout import dropout
 
 
 class AttentionSteps(NamedTuple):
@@ -174,7 +175,7 @@ class MultiHeadAttention(nn.Module):
         weights = steps.weights  # (B, H, T, S)
         if edit_weights is not None:
             weights = edit_weights(weights)  # (B, H, T, S)
-        attended = F.dropout(weights, p) @ v if own else steps.output  # (B, H, T, Dh)
+        attended = dropout(weights, p) @ v if own else steps.output  # (B, H, T, Dh)
         b, _, t, _ = attended.shape
         out = attended.transpose(1, 2).reshape(b, t, self.d_model)  # (B, T, D)
         return self.out_proj(out), weights if need_weights else None

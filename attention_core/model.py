@@ -30,6 +30,7 @@ from attention_core.configs import (  # noqa: F401 — ModelConfig and its choic
     ModelConfig,
     with_data,
 )
+from attention_core.dropout import Dropout
 from attention_core.text import CASINGS
 
 # An intervention on the attention weights: (layer index, weights (B, H, T, T), key mask (B, 1, 1, T))
@@ -82,7 +83,7 @@ class Block(nn.Module):
         self.ff = (
             nn.Sequential(nn.Linear(d, cfg.d_ff), nn.GELU(), nn.Linear(cfg.d_ff, d)) if cfg.feed_forward else None
         )
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
 
     def forward(
         self, x: Tensor, mask: Tensor | None, need_weights: bool, edit_weights: Callable[[Tensor], Tensor] | None = None
@@ -122,7 +123,7 @@ class LocalConv(nn.Module):
             nn.init.zeros_(self.conv.bias)
         else:
             self.conv = nn.Conv1d(*conv[1:], **options)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         keep = mask[..., None].to(x.dtype)  # (B, T, 1)
@@ -228,8 +229,8 @@ class AttentionClassifier(nn.Module):
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.final_norm = nn.LayerNorm(d) if cfg.layer_norm else nn.Identity()
         self.pooling = AttentionPooling(cfg) if cfg.pooling == "attention" else None
-        self.drop = nn.Dropout(cfg.dropout)
-        self.embedding_drop = nn.Dropout(cfg.embedding_dropout)
+        self.drop = Dropout(cfg.dropout)
+        self.embedding_drop = Dropout(cfg.embedding_dropout)
         self.head = nn.Linear(d, cfg.n_classes)
         if cfg.init == "seed":
             self._post_init()

@@ -30,6 +30,7 @@ from torch import Tensor, nn
 from attention_core import map_names as naming
 from attention_core.attention import MultiHeadAttention
 from attention_core.configs import ModelConfig, TrainConfig
+from attention_core.dropout import Dropout
 from attention_core.encoding import Batch, Encoded, check_sentence
 from attention_core.errors import ConfigError, RunError
 from attention_core.model import AttentionClassifier, AttentionEdit, Hidden, pool
@@ -278,7 +279,7 @@ class BertLayer(nn.Module):
         self.norm1 = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
         self.ff = nn.Sequential(nn.Linear(d, cfg.intermediate), nn.GELU(), nn.Linear(cfg.intermediate, d))
         self.norm2 = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
 
     def forward(self, x: Tensor, mask: Tensor, need_weights: bool, edit_weights=None) -> tuple[Tensor, Tensor | None]:
         a, weights = self.attn(x, mask=mask, need_weights=need_weights, edit_weights=edit_weights)
@@ -306,7 +307,7 @@ class BertClassifier(nn.Module):
         self.position_embeddings = nn.Embedding(cfg.max_positions, d)
         self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, d)
         self.embedding_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(BertLayer(cfg) for _ in range(cfg.n_layers))
         self.head = nn.Linear(d, cfg.n_classes)
         with torch.no_grad():

@@ -372,6 +372,68 @@ def training(option: str, model, encoder, steps: int, warmup: int, batch_size: i
     return out
 
 
+def dropout_speed(model, encoder, steps: int, warmup: int, rounds: int, batch_size: int = 32) -> dict[str, Any]:
+    """Our encoder's fine-tuning examples/s (the ``finetune`` preset's parts train: every layer and the head, 2
+    threads, AdamW, dropout on) with the core's dropout (``attention_core.dropout``) against PyTorch's
+    ``F.dropout`` in its place, alternating ``rounds`` times; and one attention map's worth of dropout
+    (32 × 12 × 30 × 30) alone, ms. Side by side in one process."""
+    import contextlib
+    import copy
+
+    import torch
+    import torch.nn.functional as F
+
+    from attention_core import attention, dropout
+
+    @contextlib.contextmanager
+    def torchs():
+        saved = dropout.dropout, attention.dropout
+        dropout.dropout = attention.dropout = lambda x, p, training=True: F.dropout(x, p, training)
+        try:
+            yield
+        finally:
+            dropout.dropout, attention.dropout = saved
+
+    torch.set_num_threads(2)
+    batches = uci_batches(encoder, warmup + steps, batch_size)
+    m = copy.deepcopy(model).train()
+    frozen = {id(p) for p in frozen_parameters(m, "ours", 0)}
+    for p in m.parameters():
+        p.requires_grad_(id(p) not in frozen)
+    opt = torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=2e-5)
+
+    def examples_per_s() -> float:
+        for i, b in enumerate(batches):
+            if i == warmup:
+                start = time.perf_counter()
+            logits, _ = m(b.ids, b.mask, need_weights=False)
+            loss = torch.nn.functional.cross_entropy(logits, b.labels)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return steps * batch_size / (time.perf_counter() - start)
+
+    x = torch.randn(32, 12, 30, 30)
+
+    def mask_ms() -> float:
+        start = time.perf_counter()
+        for _ in range(20):
+            dropout.dropout(x, 0.1)
+        return (time.perf_counter() - start) / 20 * 1e3
+
+    out: dict[str, list[float]] = {"ours": [], "torch": [], "ours_ms": [], "torch_ms": []}
+    others = OtherProcessesCpu()
+    for r in range(rounds):
+        for name in ("ours", "torch") if r % 2 == 0 else ("torch", "ours"):
+            with torchs() if name == "torch" else contextlib.nullcontext():
+                out[name].append(round(examples_per_s(), 1))
+                out[f"{name}_ms"].append(round(mask_ms(), 3))
+    ours, theirs = statistics.median(out["ours"]), statistics.median(out["torch"])
+    return {"examples_per_s": {"ours": ours, "torch": theirs}, "speedup": round(ours / theirs, 3),
+            "dropout_ms": {"ours": statistics.median(out["ours_ms"]), "torch": statistics.median(out["torch_ms"])},
+            "rounds": out, "other_processes_cores": others()}
+
+
 def tools(option: str, model, encoder, quick: bool) -> dict[str, Any]:
     """Each core tool on ``model`` as it is: did it run, in how many seconds, and what it gave."""
     import torch
@@ -441,6 +503,8 @@ def worker(option: str, quick: bool, with_tools: bool) -> dict[str, Any]:
         "training": training(option, model, encoder, steps=1, warmup=0, batch_size=4, settings=((1, "frozen"),))
         if quick else training(option, model, encoder, steps=4, warmup=1),
         "tools": tools(option, model, encoder, quick) if with_tools and option != "transformers_sdpa" else None,
+        "dropout": (dropout_speed(model, encoder, steps=1, warmup=0, rounds=1, batch_size=4) if quick
+                    else dropout_speed(model, encoder, steps=4, warmup=1, rounds=3)) if option == "ours" else None,
     }
 
 
@@ -456,7 +520,7 @@ def rounds_of(options: list[str], rounds: int, quick: bool) -> dict[str, Any]:
                                        timeout=1800))
     return {o: {"latency": median_of([run["latency"] for run in rs]),
                 "training": median_of([run["training"] for run in rs]),
-                "tools": rs[0]["tools"], "rounds": [{k: run[k] for k in ("latency", "training")} for run in rs]}
+                "tools": rs[0]["tools"], "dropout": median_of([run["dropout"] for run in rs]), "rounds": [{k: run[k] for k in ("latency", "training")} for run in rs]}
             for o, rs in runs.items()}
 
 

@@ -15,16 +15,19 @@ LABELS = ["pos", "pos", "pos", "neg", "neg", "neg"] * 4
 def test_a_run_ended_by_patience_keeps_its_moments_spread_over_the_epochs_it_trained():
     ds = dataset_from_lists(TEXTS + ["not great at all", "not bad really", "i did not love it", "fun but awful"],
                             LABELS + ["neg", "pos", "neg", "neg"])
-    train = TrainConfig(epochs=400, batch_size=2, val_fraction=0.25, lr=0.05, patience=3, snapshots=6)
+    train = TrainConfig(epochs=400, batch_size=2, val_fraction=0.25, lr=0.05, patience=8, snapshots=6)
     result = Trainer(ModelConfig(n_layers=1, n_heads=2, d_model=16, d_ff=32), train, ds, load_embeddings()).run()
     h = result.history
     last = h.epochs[-1].epoch
     assert last < 400 and h.message.startswith("stopped early")  # the case this is about
-    assert last > 6  # enough epochs for 6 moments (planned over 400: only epoch 0 of them is reached)
+    assert last > 6  # enough epochs for 6 moments (patience 8: at least 9 epochs, whatever the random draws)
     kept = sorted(result.snapshots)
     assert {0, h.kept_epoch, last} <= set(kept) and len(kept) >= 6
     spread = sorted(snapshot_epochs(last, 6))
-    assert all(min(abs(e - target) for e in kept) <= 1 for target in spread), (kept, spread)
+    stride = 1  # the interim snapshots' spacing by then: at most 2 × 6 of them were kept (_Snapshots.take_planned)
+    while last // stride + 1 > 2 * 6:
+        stride *= 2
+    assert all(min(abs(e - target) for e in kept) <= max(1, stride // 2) for target in spread), (kept, spread)
 
 
 def test_a_run_that_reaches_its_end_keeps_the_planned_moments_and_interim_ones_stay_few():

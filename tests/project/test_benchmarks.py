@@ -67,6 +67,7 @@ def test_the_pretrained_encoder_benchmark_runs_quick():
     assert figures["quick"] is True and figures["cold_start"]["ours"]["maps"] == [6, 12]
     assert figures["ours"]["latency"]["maps"] == 72 and figures["ours"]["latency"]["2_threads"]["median_ms"] > 0
     assert all(tool["applies"] for tool in figures["ours"]["tools"].values())
+    assert figures["ours"]["dropout"]["examples_per_s"]["torch"] > 0 and figures["ours"]["dropout"]["speedup"] > 0
     if figures["transformers_installed"]:  # a dev install has it (requirements-dev.txt)
         assert figures["transformers"]["tools"]["maps_equal_eager_max_abs_diff"] < 1e-5
 
