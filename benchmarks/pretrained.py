@@ -520,7 +520,8 @@ def rounds_of(options: list[str], rounds: int, quick: bool) -> dict[str, Any]:
                                        timeout=1800))
     return {o: {"latency": median_of([run["latency"] for run in rs]),
                 "training": median_of([run["training"] for run in rs]),
-                "tools": rs[0]["tools"], "dropout": median_of([run["dropout"] for run in rs]), "rounds": [{k: run[k] for k in ("latency", "training")} for run in rs]}
+                "tools": rs[0]["tools"], "dropout": median_of([run["dropout"] for run in rs]),
+                "rounds": [{k: run[k] for k in ("latency", "training")} for run in rs]}
             for o, rs in runs.items()}
 
 

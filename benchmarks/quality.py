@@ -134,7 +134,9 @@ class SetResult:
 def compare(name: str, tuning_dir: Path | None, embeddings: Any, *, tune: bool, configs: list[tuple[str, dict]],
             seeds: list[int], time_budget: float = TIME_BUDGET_S, threads: int | None = None,
             report: Any = print, preset_name: str = "default") -> SetResult:
-    """Train the baseline and ours (each config × seed) on one set's split; ``report`` gets a line per model."""
+    """Train the baseline and ours (each config × seed) on one set's split; ``report`` gets a line per model. The
+    configs take turns within each seed: a budgeted training's figure follows the machine's speed, which drifts
+    within minutes (a host's CPU steal: benchmarks/README.md, "Fine-tuning's quality", fourth round)."""
     if name != "uci" and tuning_dir is None:
         raise SystemExit(f"the {name} set needs --tuning-dir")
     train, test = load_splits(name, tuning_dir or Path("."), None if embeddings is None else embeddings.__contains__)
@@ -145,8 +147,8 @@ def compare(name: str, tuning_dir: Path | None, embeddings: Any, *, tune: bool, 
     report(f"  {name:<5} {'tfidf+lr':<22} {b.accuracy:6.3f} {b.macro_f1:8.3f} {b.seconds:6.1f}  "
            f"{len(train)} train / {len(test)} {split} rows")
     result = SetResult(name, len(train), len(test), b, {})
-    for config, overrides in configs:
-        for seed in seeds:
+    for seed in seeds:
+        for config, overrides in configs:
             extra = {"num_threads": threads} if threads else {}
             s = ours(train, test, embeddings, {"time_budget": time_budget, **overrides, "seed": seed, **extra},
                      preset_name)

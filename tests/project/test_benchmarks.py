@@ -96,3 +96,21 @@ def test_the_classroom_benchmark_runs_quick_through_the_engine():
     assert figures["engine"] == {"replicas": 2, "workers": 2, "slots": 1}
     assert figures["learners"] == 2 and figures["all_finished"] and figures["each_sees_own_run_only"]
     assert figures["most_in_shared_line"] >= 0 and figures["typed_sentences"] >= 1
+
+
+def test_the_quality_benchmark_alternates_its_configs_within_each_seed(monkeypatch):
+    """A budgeted training's figure follows the machine's speed, which drifts within minutes: the configs compared
+    take turns seed by seed (all of one config, then all of the next, compared different minutes of the machine)."""
+    from benchmarks import quality
+
+    trained: list[tuple[str, int]] = []
+
+    def ours(train, test, embeddings, overrides, preset_name="default"):
+        trained.append((overrides["name"], overrides["seed"]))
+        return quality.Score(0.5, 0.5, 0.0)
+
+    monkeypatch.setattr(quality, "ours", ours)
+    result = quality.compare("uci", None, None, tune=True, configs=[("a", {"name": "a"}), ("b", {"name": "b"})],
+                             seeds=[0, 1], report=lambda line: None, preset_name="finetune")
+    assert trained == [("a", 0), ("b", 0), ("a", 1), ("b", 1)]
+    assert sorted(result.ours) == ["a", "b"] and all(len(scores) == 2 for scores in result.ours.values())
