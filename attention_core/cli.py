@@ -296,24 +296,11 @@ def trained_summary(run: Run, out: Path) -> dict:
 def run_trainer(trainer: Trainer, on_epoch: Callable[[EpochRecord], None] | None = None,
                 name: str = "run") -> Run:
     """Run ``trainer`` as ``train`` does: on the CPU without ``--threads``, the thread count follows the machine's load
-    (:func:`~attention_core.threads.auto_threads`). ``benchmarks/quality.py`` trains through this too.
+    (:func:`~attention_core.threads.training_threads`, as the app's training jobs). ``benchmarks/quality.py`` trains
+    through this too."""
+    from attention_core.threads import training_threads
 
-    A pretrained encoder's fine-tuning takes one thread per core other processes leave free
-    (:class:`~attention_core.threads.FollowFreeCores`), without the tuner's trials: its steps take ~0.2–1 s and vary
-    5× with the batch's length in word pieces, so a trial of 0.3 s timed one step of some length against another
-    step of another, and 2 threads were faster in every measured mode on a quiet machine (1.3–1.7×:
-    benchmarks/README.md, "A pretrained encoder")."""
-    from attention_core.threads import FollowFreeCores, auto_threads
-
-    auto = trainer.train_config.num_threads is None and trainer.device.type == "cpu"  # --threads N: fixed
-    on_step = None
-    if auto and trainer.model_config.base is not None:
-        follow = FollowFreeCores()
-        follow()
-        on_step = lambda event: follow()  # noqa: E731
-    elif auto:
-        tuner = auto_threads()
-        on_step = lambda event: tuner.update(event.examples_seen, event.seconds)  # noqa: E731
+    on_step = training_threads(trainer)
     return trainer.run(on_epoch=on_epoch, on_step=on_step, name=name)
 
 

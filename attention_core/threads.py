@@ -26,6 +26,7 @@ import os
 import time
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -293,3 +294,23 @@ def auto_threads(most: int | None = None) -> ThreadTuner:
     cores = usable_cores()
     most = min(most if most is not None else torch.get_num_threads(), len(cores))
     return ThreadTuner(thread_choices(most), others=OtherProcessesCpu(cores), cores=len(cores))
+
+
+def training_threads(trainer: Any, most: int | None = None) -> Callable[[Any], object] | None:
+    """How a training's thread count follows the machine, as the command line's ``train`` and the app's training
+    jobs both choose it: a step callback (``Trainer.run``'s ``on_step``), or None when the count is fixed (the
+    trainer's ``num_threads``, or not the CPU). Up to ``most`` threads (default: one per core).
+
+    A pretrained encoder's fine-tuning takes one thread per core other processes leave free
+    (:class:`FollowFreeCores`), without :class:`ThreadTuner`'s trials: its steps take ~0.2–1 s and vary 5× with the
+    batch's length in word pieces, so a trial of 0.3 s timed one step of some length against another step of another
+    (with the trials a 60 s fine-tuning read 2,208–3,200 of Subj's sentences, on 2 threads throughout 4,032:
+    benchmarks/README.md, "Fine-tuning's quality"). The small model's steps are even: the tuner's trials."""
+    if trainer.train_config.num_threads is not None or trainer.device.type != "cpu":
+        return None
+    if trainer.model_config.base is not None:
+        follow = FollowFreeCores(most)
+        follow()
+        return lambda event: follow()
+    tuner = auto_threads(most)
+    return lambda event: tuner.update(event.examples_seen, event.seconds)

@@ -84,7 +84,7 @@ KEEPALIVE_EVERY = min(5.0, ORPHAN_AFTER / 4)  # seconds between heartbeats from 
 HOST_START_TIMEOUT = 120.0  # importing torch on a busy machine
 # Torch threads per training job. 1: beside a browser drawing the live view, or beside other
 # learners' jobs, two OpenMP threads collapse. 0 = choose by measuring while training
-# (attention_core.threads.ThreadTuner), faster for a lone unwatched job. Measured in benchmarks/README.md.
+# (attention_core.threads.training_threads, as the CLI), faster for a lone unwatched job. Measured in benchmarks/README.md.
 JOB_THREADS = int(os.environ.get("ATTENTION_PLAYGROUND_JOB_THREADS", 1))
 # Scheduling priority of the training processes (nice). 0: at a higher nice the learners' browsers
 # starve the trainings and the server answers no faster (benchmarks/README.md).
@@ -280,7 +280,7 @@ class TrainingJob:
     runs_dir: Path
     name: str
     orphan_after: float = ORPHAN_AFTER
-    threads: int = JOB_THREADS  # 0 = tuned while training (ThreadTuner)
+    threads: int = JOB_THREADS  # 0 = chosen while training (attention_core.threads.training_threads)
     on_end: Callable[[TrainingJob], None] | None = None  # called in the server once the job has ended
     backend: Callable[[], TrainingBackend] | None = None  # where it trains; None: default_backend()
     listing: dict | None = None  # a page's job: workspace, job_key, label, page (found by other app servers of a shared queue)

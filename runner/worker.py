@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection, Listener
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from attention_core import Trainer
 from attention_core.embeddings import load_embeddings
 from attention_core.errors import InputError, RunError
 from attention_core.runs import save_new_run, save_run
-from attention_core.threads import ThreadTuner, auto_threads
+from attention_core.threads import training_threads
 from attention_core.training import EpochRecord, StepEvent, TrainerSpec
 from runner.protocol import (
     Command,
@@ -56,8 +57,9 @@ log = logging.getLogger("runner.worker")
 class _Reporter:
     """Sends the trainer's progress to the page: throttled steps, every epoch and probe record."""
 
-    def __init__(self, trainer: Trainer, conn: Connection, tuner: ThreadTuner | None = None) -> None:
-        self.trainer, self.conn, self.tuner = trainer, conn, tuner
+    def __init__(self, trainer: Trainer, conn: Connection,
+                 threads: Callable[[StepEvent], object] | None = None) -> None:
+        self.trainer, self.conn, self.threads = trainer, conn, threads
         self.lock = threading.Lock()  # the training and the control thread both send
         self.sent_losses = self.sent_probes = 0
         self.last = 0.0
@@ -80,8 +82,8 @@ class _Reporter:
 
     def on_step(self, ev: StepEvent) -> None:
         self.step = ev
-        if self.tuner is not None:
-            self.tuner.update(ev.examples_seen, ev.seconds)
+        if self.threads is not None:
+            self.threads(ev)
         if time.monotonic() - self.last >= PROGRESS_EVERY:
             self.flush()
 
@@ -160,10 +162,12 @@ def run_job(conn: Connection, job: JobRequest | None = None, *, device: str = "c
             log.error("training job %s could not be built:\n%s", name, traceback.format_exc())
             conn.send(Failed(f"Cannot start: {type(err).__name__}: {err}"))
             return
-    tuner = auto_threads(most=2) if job.threads == 0 else None
-    if tuner is None:
+    # Threads 0 (ATTENTION_PLAYGROUND_JOB_THREADS=0): chosen as the command line's `train` chooses (a pretrained
+    # encoder's fine-tuning follows the free cores; here it took the small model's trials, which mis-time its steps).
+    threads = training_threads(trainer, most=2) if job.threads == 0 else None
+    if job.threads:
         torch.set_num_threads(job.threads)
-    reporter = _Reporter(trainer, conn, tuner)
+    reporter = _Reporter(trainer, conn, threads)
     reporter.send(Started(os.getpid(), trainer.n_train_rows))
     signal.signal(signal.SIGTERM, lambda *_: trainer.stop())  # asked to end: stop at the next step, and save
     ended = threading.Event()

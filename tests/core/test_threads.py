@@ -250,3 +250,52 @@ def test_a_new_follower_is_not_held_to_the_thread_count_an_earlier_one_left(monk
         assert follow.most == 2 and follow() == 2
     finally:
         torch.set_num_threads(previous)
+
+
+def test_a_training_takes_the_thread_policy_the_command_line_and_the_app_jobs_share(monkeypatch):
+    """Fine-tuning a pretrained encoder follows the free cores; the small model's steps take the tuner's trials; a
+    fixed count is left alone. The app's jobs (runner.worker, threads 0) took the tuner for fine-tuning too."""
+    from types import SimpleNamespace
+
+    from attention_core import threads
+
+    made: list[str] = []
+
+    class Follow:
+        def __init__(self, most=None):
+            made.append(f"follow {most}")
+
+        def __call__(self):
+            made.append("followed")
+            return 1
+
+    class Tuner:
+        def update(self, examples, seconds):
+            made.append("tuned")
+
+    monkeypatch.setattr(threads, "FollowFreeCores", Follow)
+    monkeypatch.setattr(threads, "auto_threads", lambda most=None: made.append(f"tuner {most}") or Tuner())
+
+    def trainer(base, num_threads=None, device="cpu"):
+        return SimpleNamespace(model_config=SimpleNamespace(base=base), device=torch.device(device),
+                               train_config=SimpleNamespace(num_threads=num_threads))
+
+    event = SimpleNamespace(examples_seen=32, seconds=1.0)
+    threads.training_threads(trainer("minilm"), most=2)(event)
+    assert made == ["follow 2", "followed", "followed"]
+    made.clear()
+    threads.training_threads(trainer(None), most=2)(event)
+    assert made == ["tuner 2", "tuned"]
+    assert threads.training_threads(trainer("minilm", num_threads=1)) is None
+    assert threads.training_threads(trainer(None, device="meta")) is None
+
+
+def test_the_app_jobs_and_the_command_line_choose_threads_through_one_function():
+    import inspect
+
+    from attention_core import cli
+    from runner import worker
+
+    for code in (cli.run_trainer, worker):  # (the CLI's faithfulness report follows the free cores on its own)
+        source = inspect.getsource(code)
+        assert "training_threads(" in source and "auto_threads(" not in source and "FollowFreeCores(" not in source
