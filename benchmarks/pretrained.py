@@ -336,35 +336,53 @@ def frozen_parameters(model, option: str, lower: int = 3) -> list:
     return [p for part in parts for p in part.parameters()]
 
 
+def trainable_copy(model, option: str, lower: int | None):
+    """A training step on a copy of ``model`` in train mode, AdamW, with the embeddings and the lower ``lower`` layers
+    frozen (None: nothing frozen): a function of a batch."""
+    import copy
+
+    import torch
+
+    m = copy.deepcopy(model).train()
+    frozen = {id(p) for p in frozen_parameters(m, option, lower)} if lower is not None else set()
+    for p in m.parameters():
+        p.requires_grad_(id(p) not in frozen)
+    opt = torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=2e-5)
+
+    def step(b) -> None:
+        logits, _ = m(b.ids, b.mask, need_weights=False)
+        loss = torch.nn.functional.cross_entropy(logits, b.labels)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def timed_steps(step, batches, warmup: int, before_timing=lambda: None) -> tuple[float, float]:
+    """``step`` over ``batches``; the wall and CPU seconds of those after the first ``warmup`` (``before_timing`` is
+    called as the timing starts)."""
+    for i, b in enumerate(batches):
+        if i == warmup:
+            start, start_cpu, _ = time.perf_counter(), time.process_time(), before_timing()
+        step(b)
+    return time.perf_counter() - start, time.process_time() - start_cpu
+
+
 def training(option: str, model, encoder, steps: int, warmup: int, batch_size: int = 32,
              settings: tuple[tuple[int, str], ...] = ((2, "full"), (2, "frozen"), (2, "top2"), (1, "full"),
                                                       (1, "frozen"), (1, "top2"))) -> dict[str, Any]:
     """Fine-tuning examples/s (wall and CPU), AdamW, dropout on, per (threads, mode) setting: "full" the whole model,
     "frozen" the embeddings and lower 3 layers frozen, "top2" the lower 4 too (the ``finetune`` preset's)."""
-    import copy
-
     import torch
 
     batches = uci_batches(encoder, warmup + steps, batch_size)
     out: dict[str, Any] = {"mean_tokens": round(sum(b.ids.shape[1] for b in batches) / len(batches), 1)}
     for threads, mode in settings:
         torch.set_num_threads(threads)
-        m = copy.deepcopy(model).train()
-        lower = {"frozen": 3, "top2": 4}.get(mode)
-        frozen = {id(p) for p in frozen_parameters(m, option, lower)} if lower is not None else set()
-        for p in m.parameters():
-            p.requires_grad_(id(p) not in frozen)
-        opt = torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=2e-5)
+        step = trainable_copy(model, option, {"frozen": 3, "top2": 4}.get(mode))
         others = OtherProcessesCpu()
-        for i, b in enumerate(batches):
-            if i == warmup:
-                start, start_cpu, _ = time.perf_counter(), time.process_time(), others()
-            logits, _ = m(b.ids, b.mask, need_weights=False)
-            loss = torch.nn.functional.cross_entropy(logits, b.labels)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        seconds, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+        seconds, cpu = timed_steps(step, batches, warmup, before_timing=others)
         out[f"{threads}_threads_{mode}"] = {"examples_per_s": round(steps * batch_size / seconds, 1),
                                             "examples_per_cpu_s": round(steps * batch_size / cpu, 1),
                                             "other_processes_cores": others()}
@@ -378,7 +396,6 @@ def dropout_speed(model, encoder, steps: int, warmup: int, rounds: int, batch_si
     ``F.dropout`` in its place, alternating ``rounds`` times; and one attention map's worth of dropout
     (32 × 12 × 30 × 30) alone, ms. Side by side in one process."""
     import contextlib
-    import copy
 
     import torch
     import torch.nn.functional as F
@@ -396,22 +413,10 @@ def dropout_speed(model, encoder, steps: int, warmup: int, rounds: int, batch_si
 
     torch.set_num_threads(2)
     batches = uci_batches(encoder, warmup + steps, batch_size)
-    m = copy.deepcopy(model).train()
-    frozen = {id(p) for p in frozen_parameters(m, "ours", 0)}
-    for p in m.parameters():
-        p.requires_grad_(id(p) not in frozen)
-    opt = torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=2e-5)
+    step = trainable_copy(model, "ours", 0)  # the embeddings frozen, as the preset
 
     def examples_per_s() -> float:
-        for i, b in enumerate(batches):
-            if i == warmup:
-                start = time.perf_counter()
-            logits, _ = m(b.ids, b.mask, need_weights=False)
-            loss = torch.nn.functional.cross_entropy(logits, b.labels)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        return steps * batch_size / (time.perf_counter() - start)
+        return steps * batch_size / timed_steps(step, batches, warmup)[0]
 
     x = torch.randn(32, 12, 30, 30)
 

@@ -205,10 +205,16 @@ def _close_host() -> None:
 def default_backend() -> TrainingBackend:
     """Where a job trains unless told: the shared queue of ``ATTENTION_PLAYGROUND_BROKER`` when it is set
     (:mod:`runner.distributed`), else this machine's job host."""
+    return shared_backend() or JobHost.get()
+
+
+def shared_backend() -> TrainingBackend | None:
+    """The shared queue of ``ATTENTION_PLAYGROUND_BROKER`` when it is set, else None (without waiting for anything:
+    :func:`default_backend`'s job host may have to start)."""
     from runner.distributed import BrokerBackend, broker_url
 
     url = broker_url()
-    return BrokerBackend(url) if url else JobHost.get()
+    return BrokerBackend(url) if url else None
 
 
 def warm_up() -> None:
@@ -674,12 +680,8 @@ class JobSequence:
     def _start_shared(self) -> bool:
         """With a shared queue: check every training, then submit those before the first that cannot start, all
         at once; True (else, False: nothing done, the trainings are started here one by one)."""
-        if self.backend is not None:
-            backend = self.backend()
-        else:  # (not default_backend(): on this machine that waits for the job host, in the page's thread)
-            from runner.distributed import BrokerBackend, broker_url
-
-            backend = BrokerBackend(url) if (url := broker_url()) else None
+        # (not default_backend(): on this machine that waits for the job host, in the page's thread)
+        backend = (self.backend or shared_backend)()
         start_sequence = getattr(backend, "start_sequence", None)
         if start_sequence is None:
             return False

@@ -181,12 +181,14 @@ def time_left(snap: jobs.JobStatus) -> str:
 
 SCRATCH = ".scratch"  # in a runs folder: session-only runs that a shared queue's workers save (hidden from lists)
 SCRATCH_KEPT = 24 * 3600  # seconds a session-only folder there is kept
+SCRATCH_MARK = ".session-only"  # in each folder scratch_folder made: only folders holding it are ever removed
 
 
 def scratch_folder(prefix: str) -> Path:
     """A new folder for runs kept for this session only (the Seed experiment's). With a shared queue its workers,
     on other machines, save there: it is then on the storage they share, hidden in the visitor's runs folder (the
-    runs list skips it; our folders there, ``prefix…``, older than a day are removed here — nothing else is touched);
+    runs list skips it; our folders there — ``prefix…`` holding :data:`SCRATCH_MARK` — older than a day are removed
+    here, nothing else is touched);
     otherwise the system's temporary folder."""
     if distributed.broker_url() is None:
         return Path(tempfile.mkdtemp(prefix=prefix))
@@ -194,9 +196,12 @@ def scratch_folder(prefix: str) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     for old in root.glob(f"{prefix}*"):
         with contextlib.suppress(OSError):
-            if old.is_dir() and not old.is_symlink() and time.time() - old.stat().st_mtime > SCRATCH_KEPT:
+            if (old.is_dir() and not old.is_symlink() and (old / SCRATCH_MARK).is_file()
+                    and time.time() - old.stat().st_mtime > SCRATCH_KEPT):
                 shutil.rmtree(old)
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+    made = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+    (made / SCRATCH_MARK).write_text("a session-only folder of Attention Playground: removed a day after it was made\n")
+    return made
 
 
 def adopt_listed_jobs(only: str | None = None) -> None:

@@ -102,15 +102,20 @@ def test_session_only_folders_on_shared_storage_remove_only_their_own_old_ones(t
     monkeypatch.setattr(common, "runs_dir", lambda: tmp_path)
     root = tmp_path / training_page.SCRATCH
     old_ours, mine, my_file, target = root / "seedexp-old", root / "my-notes", root / "seedexp-note.txt", tmp_path / "t"
-    for folder in (old_ours, mine, target):
+    named_like_ours = root / "seedexp-mine"  # a learner's own folder with our prefix, without our mark
+    for folder in (old_ours, mine, target, named_like_ours):
         folder.mkdir(parents=True)
         (folder / "keep.txt").write_text("x")
+    (old_ours / training_page.SCRATCH_MARK).write_text("")  # as scratch_folder leaves it
+    (target / training_page.SCRATCH_MARK).write_text("")
     my_file.write_text("mine")
     (root / "seedexp-link").symlink_to(target)
     day_ago = time.time() - training_page.SCRATCH_KEPT - 60
-    for path in (old_ours, mine, my_file, target):
+    for path in (old_ours, mine, my_file, target, named_like_ours):
         os.utime(path, (day_ago, day_ago))
     made = training_page.scratch_folder("seedexp-")
     assert made.is_dir() and made.parent == root and made.name.startswith("seedexp-")
+    assert (made / training_page.SCRATCH_MARK).is_file()
     assert not old_ours.exists()  # its own kind, a day old: removed
     assert (mine / "keep.txt").exists() and my_file.read_text() == "mine" and (target / "keep.txt").exists()
+    assert (named_like_ours / "keep.txt").exists()
