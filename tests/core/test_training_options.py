@@ -341,3 +341,31 @@ def test_validation_macro_f1_is_recorded_and_older_histories_still_load(ds, emb)
     old = asdict(EpochRecord(1, 0.5, 0.5, 0.4, 0.8, 1.0, 10.0))
     del old["val_macro_f1"]
     assert History.from_dict({"epochs": [old], "best_epoch": 1}).epochs[0].val_macro_f1 is None
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "adam", "sgd"])
+def test_the_optimizer_is_pytorchs_fused_one_on_the_cpu_and_moves_the_weights_as_its_loop_does(ds, emb, optimizer,
+                                                                                                 monkeypatch):
+    """The fused kernels are what make the optimizer's share of a step small (benchmarks/README.md, fifth round): the
+    same update as the multi-tensor loop (``foreach``), one pass over each tensor."""
+    from attention_core import training
+
+    tc = TrainConfig(epochs=2, batch_size=6, lr=0.01, val_fraction=0.0, optimizer=optimizer, weight_decay=0.01,
+                     lr_schedule="linear", warmup=0.2)
+    fused = Trainer(NEW_OPTIONS, tc, ds, emb)._make_step(None)
+    assert fused.optimizer.param_groups[0]["fused"] is True and not fused.optimizer.param_groups[0]["foreach"]
+    monkeypatch.setattr(training, "FUSED_DEVICES", ())  # a device without fused kernels: the loop
+    looped_step = Trainer(NEW_OPTIONS, tc, ds, emb)._make_step(None)
+    assert looped_step.optimizer.param_groups[0]["foreach"] and not looped_step.optimizer.param_groups[0]["fused"]
+    before = [p.detach().clone() for p in fused.params]
+    for rows in ([0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11], [0, 2, 4, 6, 8, 10]):
+        with torch.no_grad():  # the same weights before each step: Adam's m / √v turns a last-bit difference in
+            torch._foreach_copy_(looped_step.params, fused.params)  # tiny gradients into a visible one over steps
+        torch.manual_seed(0)  # the same dropout for both
+        fused(rows)
+        torch.manual_seed(0)
+        looped_step(rows)
+        for a, b in zip(fused.params, looped_step.params, strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)  # the same update (its optimizer state too)
+    moved = [float((a.detach() - b).abs().max()) for a, b in zip(fused.params, before, strict=True)]
+    assert max(moved) > 1e-4  # the steps changed the weights (by more than the tolerance)

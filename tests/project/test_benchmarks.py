@@ -72,6 +72,15 @@ def test_the_pretrained_encoder_benchmark_runs_quick():
         assert figures["transformers"]["tools"]["maps_equal_eager_max_abs_diff"] < 1e-5
 
 
+def test_the_optimizer_benchmark_runs_quick():
+    """The fused optimizer against PyTorch's loop, each preset training as the Trainer trains it."""
+    figures = run_benchmark("benchmarks/optimizer.py", "--quick")
+    assert figures["quick"] is True
+    for name in ("default", "finetune"):
+        assert len(figures[name]["rounds"]["fused"]) == len(figures[name]["rounds"]["loop"]) == 1
+        assert min(figures[name]["examples_per_s"].values()) > 0 and figures[name]["speedup"] > 0
+
+
 @pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "benchmarks").glob("*.py")
                                           if "__main__" in p.read_text()))
 def test_every_benchmark_script_has_a_quick_run_that_a_test_runs(script):
