@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from attention_core import Embeddings, EmbeddingSource, Run, load_embeddings, load_run
+from attention_core import Embeddings, EmbeddingSource, ModelConfig, Run, load_embeddings, load_run
 from attention_core.errors import EmbeddingError, InputError, RunError
 from attention_core.run_folders import run_stamp
 from attention_core.runs import relink_embeddings
@@ -267,11 +267,17 @@ def run_caption(run: Run) -> str:
     elif head_untrained(run):
         kind = "pretrained, word pieces"
     else:
-        trained = (f"all {cfg.n_layers} layers" if cfg.frozen_layers == 0
-                   else f"top {cfg.n_layers - cfg.frozen_layers} of {cfg.n_layers} layers")
-        kind = f"fine-tuned from {base} ({trained})"
+        kind = f"fine-tuned from {base} ({layers_trained(cfg)})"
     untrained = " (the classifier head is untrained: they mean nothing yet)" if head_untrained(run) else ""
     return f"**{run.name}** · {size} · {kind} · labels: {', '.join(run.label_names)}{untrained}"
+
+
+def layers_trained(cfg: ModelConfig, its: str = "") -> str:
+    """Which of a fine-tuned encoder's layers trained, in words: "all 6 layers", "top 4 of 6 layers" (``its``: a
+    word before "top", e.g. "its ")."""
+    if cfg.frozen_layers == 0:
+        return f"all {cfg.n_layers} layers"
+    return f"{its}top {cfg.n_layers - cfg.frozen_layers} of {cfg.n_layers} layers"
 
 
 def sidebar_run(key: str) -> tuple[Path, Run]:

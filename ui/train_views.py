@@ -32,7 +32,7 @@ from attention_core.run_folders import (
 )
 from attention_core.training import KEPT_BY_WORDS, History, TrainConfig, metrics_from_probabilities, patience_stop
 from ui import background, chart_downloads, figures, training_page, view_link
-from ui.common import check_room, embeddings, kept, workspace_store
+from ui.common import check_room, embeddings, kept, layers_trained, workspace_store
 from ui.live_chart import live_plotly_chart
 from ui.training_page import JobStatus, TrainingJob, TrainingPage, ordinal
 
@@ -324,8 +324,7 @@ def finished(job: TrainingJob) -> None:
         from attention_core.pretrained import base_title
 
         cfg, base = job.model_config, base_title(job.model_config.base)
-        trained = (f"all {cfg.n_layers} layers" if cfg.frozen_layers == 0
-                   else f"its top {cfg.n_layers - cfg.frozen_layers} of {cfg.n_layers} layers")
+        trained = layers_trained(cfg, its="its ")
         st.caption(f"Fine-tuned from the pretrained **{base}**: {trained} and a new classifier head trained. The run "
                    "keeps only the weights that "
                    f"trained and names its base, so it opens where {base} is installed (its zip holds no copy of it).")
