@@ -642,8 +642,9 @@ class Trainer:
         if table.requires_grad:
             params.append({"params": [table], "lr": tc.lr * tc.embedding_lr})
         # PyTorch's fused kernels where it has them (one pass over each tensor instead of a loop of operations per
-        # update; the same update: the preset's fine-tuning steps ~6 % faster on this machine's CPU, the small model's
-        # training ~15 %: benchmarks/README.md, "Fine-tuning's quality", fifth round), else its multi-tensor loops.
+        # update; the same update: the optimizer's step ~4× faster, fine-tuning ~6 % more examples/s on this machine's
+        # CPU, the small model's gain within the machine's noise: benchmarks/README.md, "Fine-tuning's quality", fifth
+        # round), else its multi-tensor loops.
         kind = {"fused": True} if self.device.type in FUSED_DEVICES else {"foreach": True}
         if tc.optimizer == "sgd":
             return torch.optim.SGD(params, lr=tc.lr, weight_decay=tc.weight_decay, **kind)

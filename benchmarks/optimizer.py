@@ -38,13 +38,10 @@ UCI_CSV = ROOT / "data" / "uci_sentiment_sentences.csv"
 KINDS = ("fused", "loop")
 
 
-def examples_per_s(preset_name: str, kind: str, rows: int | None, epochs: int, embeddings: Any) -> float:
-    """One training of ``preset_name`` on the first ``rows`` UCI sentences (None: all) with ``kind``'s optimizer."""
-    from attention_core import Trainer, load_dataset, preset, training
+def examples_per_s(preset_name: str, kind: str, data: Any, epochs: int, embeddings: Any) -> float:
+    """One training of ``preset_name`` on ``data`` with ``kind``'s optimizer."""
+    from attention_core import Trainer, preset, training
 
-    data = load_dataset(UCI_CSV)
-    if rows is not None:
-        data = data.subset(range(rows))
     model_cfg, train_cfg = preset(preset_name, epochs=epochs, patience=None, snapshots=0, probes=(), num_threads=2)
     saved = training.FUSED_DEVICES
     training.FUSED_DEVICES = saved if kind == "fused" else ()
@@ -57,11 +54,17 @@ def examples_per_s(preset_name: str, kind: str, rows: int | None, epochs: int, e
 
 
 def compare(preset_name: str, rows: int | None, epochs: int, rounds: int, embeddings: Any) -> dict[str, Any]:
+    """``preset_name`` trained on the first ``rows`` UCI sentences (None: all) with each optimizer in turn."""
+    from attention_core import load_dataset
+
+    data = load_dataset(UCI_CSV)
+    if rows is not None:
+        data = data.subset(range(rows))
     out: dict[str, list[float]] = {k: [] for k in KINDS}
     others = OtherProcessesCpu()
     for r in range(rounds):
         for kind in KINDS if r % 2 == 0 else KINDS[::-1]:
-            out[kind].append(round(examples_per_s(preset_name, kind, rows, epochs, embeddings), 1))
+            out[kind].append(round(examples_per_s(preset_name, kind, data, epochs, embeddings), 1))
             print(f"  {preset_name} round {r + 1} {kind}: {out[kind][-1]} examples/s", flush=True)
     fused, loop = statistics.median(out["fused"]), statistics.median(out["loop"])
     return {"examples_per_s": {"fused": fused, "loop": loop}, "speedup": round(fused / loop, 3), "rounds": out,
