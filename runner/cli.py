@@ -121,8 +121,8 @@ def train_on_broker(args: argparse.Namespace, out: Path) -> dict:
                 case Failed(message):
                     raise InputError(message)
                 case Ended(status, message, run_path, _):
-                    if run_path is None:
-                        raise InputError(f"{message or status}: nothing was saved")
+                    if run_path is None:  # (most such messages say so already)
+                        raise InputError(message if "nothing was" in message else f"{message or status}: nothing was saved")
                     bar.close()
                     return core.trained_summary(load_run(run_path), Path(run_path))
     finally:

@@ -66,6 +66,11 @@ RETELL_EVERY = 5.0  # seconds between reports of an unchanged place (its wait es
 DURATIONS = "attention-playground:durations"  # the last trainings' durations (seconds), for the wait estimate
 RECENT = 20
 LOST_AFTER = 15.0  # seconds of an unreachable broker before a watcher says the training's fate is unknown
+# A Stop that reached a training only after its worker had died (its page still showed it running) ends it in line:
+# not started again only to be stopped after an epoch, as a new run the learner never asked for.
+STOPPED_LOST = ("stopped: its worker had stopped mid-training, and what it had trained was lost with it — nothing was "
+                "saved; start it again to train")
+CANCELLED = "cancelled before it started — nothing was trained or saved"
 log = logging.getLogger(__name__)
 
 
@@ -354,6 +359,7 @@ class BrokerChannel:
         self._told = 0.0  # when its place was last reported
         self._final = False  # its last report (Ended or Failed) was read
         self._unreachable_since: float | None = None
+        self._heard = self._looked = time.monotonic()  # when a report last came; when its worker was last looked for
 
     # commands
     def send(self, command: Command) -> None:
@@ -362,15 +368,18 @@ class BrokerChannel:
         import redis
 
         try:
-            if command is Command.STOP and self._cancel_waiting():
-                return
+            if command is Command.STOP and self._cancel_waiting(STOPPED_LOST if self._attempts() else CANCELLED):
+                return  # (back in line after its worker died, or never started)
             self.client.xadd(_key(self.job_id, "commands"), {"c": command.value}, maxlen=10_000, approximate=True)
             self.client.expire(_key(self.job_id, "commands"), KEEP)
+            if command is Command.STOP:  # (one field to look at while it waits, not the stream of heartbeats)
+                self.client.hset(_key(self.job_id, "meta"), "stop", 1)
         except redis.RedisError as err:
             raise OSError(f"the broker cannot be reached: {err}") from err
 
-    def _cancel_waiting(self) -> bool:
-        """Take the job out of the queue if no worker has taken it (atomic against the workers); True if it was."""
+    def _cancel_waiting(self, message: str) -> bool:
+        """Take the job out of the queue if no worker has taken it (atomic against the workers); True if it was,
+        and its last report says ``message``."""
         from rq.exceptions import InvalidJobOperation, NoSuchJobError
         from rq.job import Job, JobStatus
 
@@ -386,11 +395,11 @@ class BrokerChannel:
             except (NoSuchJobError, InvalidJobOperation):
                 return False
             self.client.xadd(_key(self.job_id, "commands"), {"c": Command.STOP.value})  # and if it ever starts: stop
-            self._report(Ended("cancelled", "cancelled before it started — nothing was trained or saved", None, None))
+            self._report(Ended("cancelled", message, None, None))
             return True
         with contextlib.suppress(Exception):  # its record: cancelled (it is out of the queue whatever this does)
             Job.fetch(_rq_id(self.job_id), connection=self.client).cancel()
-        self._report(Ended("cancelled", "cancelled before it started — nothing was trained or saved", None, None))
+        self._report(Ended("cancelled", message, None, None))
         return True
 
     def _report(self, report: Report) -> None:
@@ -432,7 +441,7 @@ class BrokerChannel:
         got = self.client.xread({_key(self.job_id, "reports"): self._last}, count=500, block=block_ms)
         for _stream, entries in got or []:
             for entry_id, fields in entries:
-                self._last = entry_id
+                self._last, self._heard = entry_id, time.monotonic()
                 self._pending.append(pickle.loads(fields[b"r"]))  # written by our workers (module docstring)
 
     def _queue_state(self) -> Report | None:
@@ -455,6 +464,9 @@ class BrokerChannel:
                 return Queued(None, None, None)
             return None
         if status in (JobStatus.QUEUED, JobStatus.SCHEDULED):
+            if self._requeued_after_stop() and self._cancel_waiting(STOPPED_LOST):
+                self._read(block_ms=None)  # its last report, just written
+                return None
             position = job.get_position()
             place = position + 1 if position is not None else 1
             now = time.monotonic()
@@ -469,6 +481,9 @@ class BrokerChannel:
                 return None
             return Failed("not finished — its worker stopped and no other worker could finish it (the queue starts a "
                           f"training again {RETRIES} time{'s' if RETRIES != 1 else ''}): start it again")
+        if status is JobStatus.STARTED:
+            self._find_a_dead_worker()
+            return None
         if status == JobStatus.FINISHED:  # its work horse returned; its last report should be there by now
             self._read(block_ms=int(POLL * 1000))
             if self._pending:
@@ -476,6 +491,32 @@ class BrokerChannel:
             return Failed("its worker ended without saying how (its last report was lost) — look for its run in the "
                           "runs list, or start it again")
         return None
+
+    def _find_a_dead_worker(self) -> None:
+        """Silent as long as a dead worker's job stays marked started: have the queue look for dead workers' jobs
+        now (RQ's own clean-up of its started jobs, under its maintenance lock) rather than when a worker is next
+        free to — with every worker training that can take a whole training, and the page would show a dead one
+        running all that time. Found, it goes back in line (the ``Retry`` it was queued with): the next
+        :meth:`_queue_state` says so, or ends it if a Stop came meanwhile."""
+        now = time.monotonic()
+        if now - self._heard < ABANDONED_AFTER or now - self._looked < MAINTENANCE_EVERY:
+            return  # reports come (or came a moment ago): its worker lives; a paused one renews its heartbeat too
+        self._looked = now
+        queue = _queue(self.client)
+        if queue.acquire_maintenance_lock():  # one clean-up at a time, the workers' included
+            try:
+                queue.started_job_registry.cleanup()  # only jobs whose worker stopped renewing their heartbeat
+            finally:
+                queue.release_maintenance_lock()
+
+    def _attempts(self) -> int:
+        """Times a worker has started it (more than none: back in line now, its worker died)."""
+        return int(self.client.hget(_key(self.job_id, "meta"), "attempts") or 0)
+
+    def _requeued_after_stop(self) -> bool:
+        """Back in line after its worker died (it had started), and told to stop meanwhile — from any page."""
+        attempts, stop = self.client.hmget(_key(self.job_id, "meta"), "attempts", "stop")
+        return int(attempts or 0) > 0 and stop is not None
 
     def close(self) -> None:
         """Nothing to release: the client is the process's shared one (:func:`client_for`)."""
@@ -555,7 +596,7 @@ def perform(job_id: str, payload: bytes) -> str:
     attempt = int(client.hincrby(_key(job_id, "meta"), "attempts", 1))
     request: JobRequest = pickle.loads(payload)  # put there by our app servers or command line (module docstring)
     if attempt == 1 and _stop_sent(client, job_id):  # cancelled while it waited (a sequence's Stop)
-        line.send(Ended("cancelled", "cancelled before it started — nothing was trained or saved", None, None))
+        line.send(Ended("cancelled", CANCELLED, None, None))
         _ended(client, job_id, request)
         return "not started"
     if attempt == 1 and (silent := _silent_for(client, job_id)) > request.orphan_after:
@@ -563,6 +604,10 @@ def perform(job_id: str, payload: bytes) -> str:
                                      "was closed) — nothing was trained or saved", None, None))
         _ended(client, job_id, request)
         return "not started"
+    if attempt > 1 and _stop_sent(client, job_id):  # stopped after its worker died, before anyone took it out of line
+        line.send(Ended("cancelled", STOPPED_LOST, None, None))
+        _ended(client, job_id, request)
+        return "not started again"
     if attempt > 1:
         line.send(Restarted(f"its worker stopped mid-training, so it was started again from the beginning on "
                             f"{socket.gethostname()} (attempt {attempt} of {RETRIES + 1})"))
@@ -594,7 +639,7 @@ def _redis_now(client) -> float:
 
 
 def _stop_sent(client, job_id: str) -> bool:
-    """Was job ``job_id`` told to stop before it started?"""
+    """Was job ``job_id`` ever told to stop (asked before it starts, or before it starts again)?"""
     return any(fields.get(b"c") == Command.STOP.value.encode()
                for _, fields in client.xrange(_key(job_id, "commands"), count=10_000))
 

@@ -290,6 +290,8 @@ def live_view(job: TrainingJob, every: float | None, *, waiting: bool = False) -
     if waiting and every is not None:  # its turn came (or it was cancelled): draw the page's buttons again
         st.rerun(scope="app")
     name = snap.run_path.name if snap.run_path is not None else job.name  # (saved under a free name: "run-2")
+    if job.restarts and not snap.done and snap.message:  # its worker died: why the curves began again at epoch 1
+        st.info(f"{snap.message[0].upper()}{snap.message[1:]}.", icon=":material/restart_alt:")
     progress(snap, job.history, name)
     probe_heatmap(job.history, job.model_config, name)  # its chart is redrawn only when a new epoch's probe arrives
     if every is None:

@@ -425,6 +425,26 @@ def test_with_one_slot_a_second_start_waits_in_line_then_trains_and_a_third_can_
     assert sorted(p.name for p in list_runs(runs_dir)) == ["first", "second"]
 
 
+def test_a_training_started_again_after_its_worker_died_says_so_while_it_trains(runs_dir):
+    """On a shared queue a training whose worker died starts again from epoch 1 on another: the page says why its
+    curves began again (the report a worker sends then, given to a local job here)."""
+    from runner.protocol import Restarted, Started
+
+    tab = train_page()
+    start_small_training(tab, 5000, "again")
+    job = page_job(tab)
+    said = "its worker stopped mid-training, so it was started again from the beginning on b2 (attempt 2 of 2)"
+    job._take(Restarted(said))
+    job._take(Started(12345, 4))
+    tab.run()
+    assert not tab.exception and job.status().state == "running"
+    assert f"{said[0].upper()}{said[1:]}." in [i.value for i in tab.info]
+    job.stop()
+    job.join(60)
+    tab.run()
+    assert said[1:] not in " ".join(i.value for i in tab.info)  # ended: the results say how, not this
+
+
 def test_pause_does_what_its_label_said_when_another_tab_paused_the_job_meanwhile(runs_dir):
     tab = train_page()
     start_small_training(tab, 5000, "long")

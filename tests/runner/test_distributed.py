@@ -3,21 +3,25 @@ page's job controls, the place in line, a second watcher, torch in forked work h
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from attention_core import ModelConfig, TrainConfig, dataset_from_lists, load_embeddings, load_run
+from attention_core.cli import EXIT_BAD_INPUT
 from attention_core.training import TrainerSpec
 from runner import distributed, jobs
 from runner.distributed import BrokerBackend
 from runner.jobs import TrainingJob
-from runner.protocol import Command, Ended, EpochDone, JobRequest, Queued, Started
+from runner.protocol import Command, Ended, EpochDone, JobRequest, Queued, Restarted, Started
 from tests.helpers.broker import ROOT, RedisServer, Worker, free_port, wait_for
 
 TEXTS = ["a great movie", "i love it", "wonderful fun", "a terrible movie", "i hate it", "awful boring"]
@@ -64,6 +68,23 @@ def test_train_on_a_worker_saves_where_out_says_and_prints_the_summary(broker, w
     run = load_run(out)
     assert [e.epoch for e in run.history.epochs] == [1, 2, 3]
     assert sorted(p.name for p in out.parent.iterdir()) == ["uci-small"]  # one run, no leftovers beside it
+
+
+def test_ctrl_c_while_the_command_waits_in_line_cancels_it_and_says_so_once(broker, tmp_path):
+    url = on(broker, 9)  # no worker takes from this database's queue
+    proc = subprocess.Popen([sys.executable, "-m", "runner", "train", "data/small.csv", "--out", str(tmp_path / "r"),
+                             "--broker", url, "--epochs", "3", "--quiet"], cwd=ROOT, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = []
+        wait_for(lambda: seen.append(proc.stderr.readline()) or "waiting in line" in seen[-1], 120, "its place")
+        proc.send_signal(signal.SIGINT)
+        said = proc.communicate(timeout=60)[1]
+    finally:
+        proc.kill()
+    assert proc.returncode == EXIT_BAD_INPUT and "cancelled before it started" in said, said
+    assert said.count("nothing was") == 1, said  # (was: "… nothing was trained or saved: nothing was saved")
+    assert not (tmp_path / "r").exists()
 
 
 @pytest.mark.parametrize("url, said", [
@@ -306,6 +327,86 @@ def test_a_killed_workers_training_starts_again_on_the_other_worker_once(broker,
     finally:
         for w in workers:
             w.stop()
+
+
+@contextlib.contextmanager
+def _one_dead_one_busy(url: str, tmp_path: Path) -> Iterator[tuple[TrainingJob, TrainingJob]]:
+    """Two workers: one trains ``doomed`` and is killed (as its machine dying would), the other trains ``busy`` —
+    nothing is free to take ``doomed`` when it is back in line, nor to run the queue's clean-up."""
+    workers = [Worker(url, tmp_path).wait_ready() for _ in range(2)]
+    try:
+        doomed = TrainingJob(spec(epochs=100_000), tmp_path, "doomed", backend=lambda: BrokerBackend(url))
+        doomed.start()
+        wait_for(lambda: doomed.status().state == "running" and doomed.pid, 120, "the first job to train")
+        owner = next(w for w in workers if _parent(doomed.pid) == w.process.pid)
+        busy = TrainingJob(spec(epochs=100_000), tmp_path, "busy", backend=lambda: BrokerBackend(url),
+                           orphan_after=600.0)  # (no page polls it meanwhile: no heartbeats)
+        busy.start()
+        wait_for(lambda: busy.status().state == "running" and busy.pid, 120, "the second job to train")
+        owner.kill()
+        yield doomed, busy
+        assert busy.status().state == "running"  # the other training was not disturbed
+        busy.stop()
+        busy.join(120)
+        assert busy.status().state == "stopped" and (tmp_path / "busy").is_dir()
+    finally:
+        for w in workers:
+            w.stop()
+
+
+@pytest.mark.e2e
+def test_a_stop_that_reached_a_training_after_its_worker_died_ends_it_in_line_unsaved(broker, tmp_path):
+    """The learner's page still shows it running (its worker died a moment ago) and they press Stop: once the queue
+    finds the worker dead, the training leaves the line, saying what was lost — it is not started again only to be
+    stopped after an epoch as a new run, nor kept waiting for a worker to do that."""
+    url = on(broker, 10)
+    with _one_dead_one_busy(url, tmp_path) as (doomed, _):
+        doomed.stop()  # its page does not know yet
+        doomed.join(180)
+        assert doomed.status().state == "cancelled" and doomed.message == distributed.STOPPED_LOST
+        assert doomed.restarts == 0 and not (tmp_path / "doomed").exists()
+        assert distributed._queue(distributed.connect(url)).count == 0  # out of the line
+
+
+@pytest.mark.e2e
+def test_with_every_other_worker_training_a_dead_workers_job_is_found_by_its_page_and_leaves_the_line_on_stop(
+        broker, tmp_path):
+    """No worker is free to run the queue's clean-up: the page's own watcher finds the dead worker's training (it
+    says so instead of showing it running), and its Stop then takes it out of the line, saying what was lost."""
+    url = on(broker, 11)
+    with _one_dead_one_busy(url, tmp_path) as (doomed, busy):
+        wait_for(lambda: doomed.status().state == "waiting", 120, "its page to find its worker dead", every=0.2)
+        assert doomed.message.startswith("its worker stopped") and busy.status().state == "running"
+        doomed.stop()
+        doomed.join(60)
+        assert doomed.status().state == "cancelled" and doomed.message == distributed.STOPPED_LOST
+        assert not (tmp_path / "doomed").exists() and distributed._queue(distributed.connect(url)).count == 0
+
+
+@pytest.mark.e2e
+def test_a_stop_sent_after_its_worker_died_is_not_started_again_by_the_next_worker(broker, tmp_path):
+    """The same with no page watching (closed right after Stop): the next worker to take it ends it unstarted."""
+    url = on(broker, 12)
+    first = Worker(url, tmp_path).wait_ready()
+    second = None
+    try:
+        channel = BrokerBackend(url).start(JobRequest(spec(epochs=100_000), tmp_path, "lost", 1, 600.0, 0))
+        seen = []
+        wait_for(lambda: seen.append(channel.recv()) or isinstance(seen[-1], EpochDone), 120, "an epoch")
+        first.kill()
+        channel.send(Command.STOP)  # and nobody watches it any more (a watcher would take it out of the line itself)
+        second = Worker(url, tmp_path).wait_ready()
+        client, reports = distributed.connect(url), distributed._key(channel.job_id, "reports")
+        wait_for(lambda: any(b"Ended" in f[b"r"] for _, f in client.xrange(reports)), 180, "the job to end")
+        told = _all_reports(distributed.watch(url, channel.job_id))  # the whole history, read afterwards
+    finally:
+        for w in (first, second):
+            if w is not None:
+                w.stop()
+    assert isinstance(told[-1], Ended) and told[-1].status == "cancelled" and told[-1].message == distributed.STOPPED_LOST
+    assert sum(isinstance(r, Started) for r in told) == 1 and not any(isinstance(r, Restarted) for r in told), told
+    assert int(client.hget(distributed._key(channel.job_id, "meta"), "attempts")) == 2  # the second worker took it
+    assert not (tmp_path / "lost").exists()
 
 
 def _parent(pid: int) -> int:
