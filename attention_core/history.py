@@ -25,6 +25,17 @@ class EpochRecord:
     examples_per_second: float  # this epoch's throughput
     val_macro_f1: float | None = None  # macro-F1 on the validation rows (None without them, and in older runs)
     val_confusion: list[list[int]] | None = None  # (C, C) validation rows by true (row) and predicted label; as macro-F1
+    share: float = 1.0  # of the epoch's steps taken: less when a Stop or the time budget ended it part-way
+
+    @property
+    def at(self) -> float:
+        """Where it ends on an epoch axis: ``epoch`` for a whole epoch, 0.44 for the first 44 % of the first.
+
+        Example:
+            >>> EpochRecord(1, 0.6, 0.7, None, None, 30.0, 40.0, share=0.44).at, EpochRecord(3, 0.5, 0.8, None, None, 9.0, 40.0).at
+            (0.44, 3.0)
+        """
+        return self.epoch - 1 + self.share
 
 
 @dataclass
@@ -108,8 +119,13 @@ class History:
         }
 
     def to_dict(self) -> dict:
-        """Plain values for JSON; the kept epoch under ``best_epoch``, its name in run files."""
-        return {("best_epoch" if k == "kept_epoch" else k): v for k, v in asdict(self).items()}
+        """Plain values for JSON; the kept epoch under ``best_epoch``, its name in run files; an epoch's ``share``
+        only where it was cut short (the files of runs saved before it had none)."""
+        data = {("best_epoch" if k == "kept_epoch" else k): v for k, v in asdict(self).items()}
+        for e in data["epochs"]:
+            if e["share"] == 1.0:
+                del e["share"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> History:

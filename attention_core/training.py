@@ -297,6 +297,7 @@ class _EpochTally:
     """What one epoch's steps add up to."""
 
     steps: int = 0
+    planned: int = 0  # the epoch's batches
     seen: int = 0  # rows
     loss_sum: float = 0.0  # Σ loss × rows
     correct: int = 0
@@ -747,7 +748,7 @@ class Trainer:
                      clock: _TrainingClock, steps_before: int, kept: _KeptWeights,
                      on_step: Callable[[StepEvent], None] | None) -> _EpochTally:
         """One epoch's steps; it ends early on a stop, a non-finite loss or the time budget (``history.status``)."""
-        h, tally, budget = self.history, _EpochTally(), self.train_config.time_budget
+        h, tally, budget = self.history, _EpochTally(planned=len(batches)), self.train_config.time_budget
         clock.start_epoch()
         for rows in batches:
             if not self._running.is_set():  # paused
@@ -808,7 +809,8 @@ class Trainer:
             val = classification_metrics(self._val[1], preds, self.label_names)
         return EpochRecord(epoch, tally.loss_sum / tally.seen, tally.correct / tally.seen, val_loss, val_acc,
                            round(clock.elapsed, 4), tally.seen / max(tally.seconds, 1e-9),
-                           val.macro_f1 if val else None, val.confusion if val else None)
+                           val.macro_f1 if val else None, val.confusion if val else None,
+                           round(tally.steps / tally.planned, 4) if tally.planned else 1.0)
 
     def _probes_due(self, epoch: int) -> bool:
         """Whether to record the probes' attention after ``epoch``: at most MAX_PROBE_RECORDS times, and the end."""

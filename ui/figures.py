@@ -304,7 +304,7 @@ def _curve_series(epochs: Sequence[EpochRecord], step_losses: Sequence[float],
                   steps: int | None = None) -> dict[str, tuple[np.ndarray, list]]:
     """name → (x, y) of each line of :func:`training_curves`, in drawing order; ``steps``: the first that many
     step losses (default: all), of which only the drawn ones are copied."""
-    ep = [e.epoch for e in epochs]
+    ep = [e.at for e in epochs]  # (an epoch a Stop or the time budget cut short: at its share, not as a whole one)
     series: dict[str, tuple] = {}
     n = len(step_losses) if steps is None else min(steps, len(step_losses))
     if n and ep:
@@ -383,7 +383,7 @@ def compare_curves(histories: Mapping[str, Sequence[EpochRecord]]) -> go.Figure:
     palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
     for i, (name, epochs) in enumerate(histories.items()):
         color = palette[i % len(palette)]
-        ep = [e.epoch for e in epochs]
+        ep = [e.at for e in epochs]
         has_val = any(e.val_loss is not None for e in epochs)
         key = "val" if has_val else "train"
         fig.add_trace(go.Scatter(x=ep, y=[getattr(e, f"{key}_loss") for e in epochs], name=f"{name} ({key} loss)",
@@ -730,7 +730,7 @@ def gradient_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str
 @themed
 def loss_curve(epochs: Sequence[EpochRecord], *, height: int = 240) -> go.Figure:
     """Training loss per epoch, in one small panel (per-step losses of per-example SGD would hide it)."""
-    ep = [e.epoch for e in epochs]
+    ep = [e.at for e in epochs]
     fig = go.Figure(go.Scatter(x=ep, y=[e.train_loss for e in epochs], mode="lines+markers" if len(ep) <= 60 else "lines",
                                line={"color": "#1f77b4"}, hovertemplate="epoch %{x}: loss %{y:.4f}<extra></extra>"))
     fig.update_layout(height=height, margin={"l": 10, "r": 10, "t": 10, "b": 10}, showlegend=False,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from dataclasses import asdict, replace
@@ -11,6 +12,7 @@ import torch
 
 from attention_core import ModelConfig, TextDataset, TrainConfig, Trainer, dataset_from_lists, load_embeddings, preset
 from attention_core.errors import ConfigError, DataError
+from attention_core.history import History
 from attention_core.training import TrainerSpec, check_settings
 from tests.helpers.tiny_data import NEG, POS
 
@@ -183,6 +185,18 @@ def test_stop_from_another_thread(tiny_ds, emb):
     h = box["r"].history
     assert h.status == "stopped" and 3 <= len(h.epochs) < 100_000
     assert h.epochs[-1].epoch in box["r"].snapshots  # the time-lapse reaches the epoch it stopped at
+
+
+def test_an_epoch_a_stop_cuts_short_records_the_share_of_its_steps_taken(tiny_ds, emb):
+    """12 rows in batches of 4: 3 steps an epoch. Stopped after the 5th step, the second epoch is 2/3 done: its
+    record says so (the charts draw it at 1.67, not as a whole second epoch), and the run's files keep it."""
+    trainer = fit(tiny_ds, emb, epochs=10)
+    h = trainer.run(on_step=lambda ev: ev.step == 5 and trainer.stop()).history
+    assert h.status == "stopped" and [e.epoch for e in h.epochs] == [1, 2]
+    assert [e.share for e in h.epochs] == [1.0, 0.6667] and h.epochs[-1].at == pytest.approx(1.6667)
+    saved = h.to_dict()
+    assert "share" not in saved["epochs"][0] and saved["epochs"][1]["share"] == 0.6667  # files of whole epochs unchanged
+    assert History.from_dict(json.loads(json.dumps(saved))).epochs == h.epochs
 
 
 def test_pause_and_resume_from_another_thread(tiny_ds, emb):

@@ -48,6 +48,20 @@ def test_live_curves_draw_a_growing_history_up_to_the_steps_taken_under_its_lock
     assert spec(got) == spec(figures.training_curves(epochs(2), losses[:6]))
 
 
+def test_an_epoch_cut_short_is_drawn_at_its_share_with_its_steps():
+    """A time budget ended the only epoch at step 33 of 75: its points at 0.44, the step losses spread over 0–0.44
+    (they were drawn at "epoch 1" and across 0–1, as if the epoch had finished)."""
+    cut = [EpochRecord(1, 0.6, 0.7, 0.65, 0.68, 60.0, 35.0, share=0.44)]
+    fig = figures.training_curves(cut, [0.7] * 33)
+    lines = {t.name: t for t in fig.data}
+    assert list(lines["train loss"].x) == list(lines["validation accuracy"].x) == [0.44]
+    assert max(lines["step loss"].x) == pytest.approx(0.44) and len(lines["step loss"].x) == 33
+    whole = epochs(2) + [EpochRecord(3, 0.3, 0.9, 0.4, 0.8, 3, 100.0, share=0.5)]
+    assert list(figures.training_curves(whole, [0.5] * 5).data[1].x) == [1, 2, 2.5]
+    assert list(figures.compare_curves({"a": whole}).data[0].x) == [1, 2, 2.5]
+    assert list(figures.loss_curve(whole).data[0].x) == [1, 2, 2.5]
+
+
 def test_live_curves_rebuild_when_validation_lines_appear_or_go():
     live = figures.LiveTrainingCurves()
     with_val = live(epochs(3), [0.5] * 3)
