@@ -190,8 +190,10 @@ def test_four_learners_two_replicas_two_workers_a_replica_and_a_worker_killed(tm
                         no_traceback(page)
                         if not main.get_by_text(re.compile(rf"running · epoch \d+/{LONG}")).count():
                             continue
-                        if name == lost and not main.get_by_text("started again from the beginning").count():
-                            continue  # what it shows is from before its worker died: its page does not know yet
+                        if name == lost:
+                            if not main.get_by_text("started again from the beginning").count():
+                                continue  # what it shows is from before its worker died: its page does not know yet
+                            shot(page, f"replicas_{name}_started_again")
                         main.get_by_role("button", name="Stop").click()
                         main.get_by_text(re.compile(rf"Training stopped after \d+ of {LONG} epochs\. Saved as run "
                                                     rf"custom-{name}\.")).wait_for(timeout=WAIT)
