@@ -193,6 +193,7 @@ def test_four_learners_two_replicas_two_workers_a_replica_and_a_worker_killed(tm
                         if name == lost:
                             if not main.get_by_text("started again from the beginning").count():
                                 continue  # what it shows is from before its worker died: its page does not know yet
+                            main.get_by_text("started again from the beginning").scroll_into_view_if_needed()
                             shot(page, f"replicas_{name}_started_again")
                         main.get_by_role("button", name="Stop").click()
                         main.get_by_text(re.compile(rf"Training stopped after \d+ of {LONG} epochs\. Saved as run "
