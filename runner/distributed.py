@@ -370,12 +370,22 @@ class BrokerChannel:
         try:
             if command is Command.STOP and self._cancel_waiting(STOPPED_LOST if self._attempts() else CANCELLED):
                 return  # (back in line after its worker died, or never started)
+            if command is Command.STOP:
+                self._mark_stopped()
+                return
             self.client.xadd(_key(self.job_id, "commands"), {"c": command.value}, maxlen=10_000, approximate=True)
             self.client.expire(_key(self.job_id, "commands"), KEEP)
-            if command is Command.STOP:  # (one field to look at while it waits, not the stream of heartbeats)
-                self.client.hset(_key(self.job_id, "meta"), "stop", 1)
         except redis.RedisError as err:
             raise OSError(f"the broker cannot be reached: {err}") from err
+
+    def _mark_stopped(self) -> None:
+        """The one way a Stop is sent: on the command stream (a running training reads it) and as the job's ``stop``
+        field (what :func:`_stop_sent` and a watcher look at, instead of the stream's heartbeats)."""
+        with self.client.pipeline() as pipe:
+            pipe.xadd(_key(self.job_id, "commands"), {"c": Command.STOP.value}, maxlen=10_000, approximate=True)
+            pipe.expire(_key(self.job_id, "commands"), KEEP)
+            pipe.hset(_key(self.job_id, "meta"), "stop", 1)
+            pipe.execute()
 
     def _cancel_waiting(self, message: str) -> bool:
         """Take the job out of the queue if no worker has taken it (atomic against the workers); True if it was,
@@ -394,7 +404,7 @@ class BrokerChannel:
                 job.cancel(remove_from_dependencies=True)  # (else the one before it would queue it when it ends)
             except (NoSuchJobError, InvalidJobOperation):
                 return False
-            self.client.xadd(_key(self.job_id, "commands"), {"c": Command.STOP.value})  # and if it ever starts: stop
+            self._mark_stopped()  # and if it ever starts: stop
             self._report(Ended("cancelled", message, None, None))
             return True
         with contextlib.suppress(Exception):  # its record: cancelled (it is out of the queue whatever this does)
@@ -515,8 +525,7 @@ class BrokerChannel:
 
     def _requeued_after_stop(self) -> bool:
         """Back in line after its worker died (it had started), and told to stop meanwhile — from any page."""
-        attempts, stop = self.client.hmget(_key(self.job_id, "meta"), "attempts", "stop")
-        return int(attempts or 0) > 0 and stop is not None
+        return self._attempts() > 0 and _stop_sent(self.client, self.job_id)
 
     def close(self) -> None:
         """Nothing to release: the client is the process's shared one (:func:`client_for`)."""
@@ -640,8 +649,7 @@ def _redis_now(client) -> float:
 
 def _stop_sent(client, job_id: str) -> bool:
     """Was job ``job_id`` ever told to stop (asked before it starts, or before it starts again)?"""
-    return any(fields.get(b"c") == Command.STOP.value.encode()
-               for _, fields in client.xrange(_key(job_id, "commands"), count=10_000))
+    return client.hget(_key(job_id, "meta"), "stop") is not None
 
 
 def _silent_for(client, job_id: str) -> float:
