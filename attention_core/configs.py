@@ -23,6 +23,7 @@ OPTIMIZERS = ("adamw", "adam", "sgd")
 LR_SCHEDULES = ("constant", "linear", "cosine")
 SAMPLINGS = ("shuffle", "sqrt", "balanced", "auto")
 KEEP_BY = ("loss", "macro_f1")
+MAX_PROBE_RECORDS = 100  # attention records per probe sentence a training keeps (after epoch 0)
 KEPT_BY_WORDS = {"loss": "the lowest validation loss", "macro_f1": "the highest validation macro-F1"}  # for each KEEP_BY
 MAX_SNAPSHOTS = 50  # weight snapshots a run may keep (each ~0.65 MB for the default model)
 

@@ -27,6 +27,7 @@ from attention_core.configs import (  # noqa: F401 — TrainConfig and its choic
     KEEP_BY,
     KEPT_BY_WORDS,
     LR_SCHEDULES,
+    MAX_PROBE_RECORDS,
     MAX_SNAPSHOTS,
     OPTIMIZERS,
     SAMPLINGS,
@@ -56,7 +57,6 @@ if TYPE_CHECKING:
     from attention_core.runs import Run
 
 SKEWED_SHARE = 0.5  # sampling="auto" balances when the rarest class has under this share of an equal split's rows
-MAX_PROBE_RECORDS = 100  # attention snapshots per probe sentence kept in the history
 CHECK_ROWS = 5_000  # rows check_settings tokenizes to see how much text the word vectors know (~0.1 s)
 FUSED_DEVICES = ("cpu", "cuda")  # where PyTorch's SGD, Adam and AdamW have fused kernels (the CPU's since torch 2.4)
 

@@ -83,6 +83,8 @@ def on_start() -> None:
     st.session_state["train_probe_pick"] = probe
 
 
+if running:  # the form below holds the next training's settings (after a reload: the defaults), not this one's
+    st.caption(f"{train_views.settings_said(job)}. The form holds your next training's settings.")
 hyperparameter_form(EXAMPLES[0], name, on_start=on_start, disabled=running)
 if error := st.session_state.pop("train_start_error", None):
     st.error(error)

@@ -62,9 +62,9 @@ def train_on_broker(args: argparse.Namespace, out: Path) -> dict:
 
     from attention_core.runs import load_run
     from attention_core.training import TrainerSpec
-    from runner.distributed import BrokerBackend, client_for
+    from runner.distributed import ABANDONED_AFTER, MAINTENANCE_EVERY, BrokerBackend, client_for
     from runner.jobs import ORPHAN_AFTER
-    from runner.protocol import Command, Ended, EpochDone, Failed, JobRequest, Queued, Restarted, Started
+    from runner.protocol import Command, Ended, EpochDone, Failed, JobRequest, Queued, Restarted, Started, Unheard
 
     if args.device != "cpu":
         raise ConfigError(f"--device {args.device} does not apply with --broker: the worker's device does",
@@ -102,9 +102,16 @@ def train_on_broker(args: argparse.Namespace, out: Path) -> dict:
     threading.Thread(target=beat, name="heartbeat", daemon=True).start()
     previous = signal.signal(signal.SIGINT, interrupt)
     try:
+        silent = False  # its worker's silence was said (once per silence)
         while True:
             report = channel.recv()
+            if silent and not isinstance(report, Unheard):
+                silent = False
             match report:
+                case Unheard(seconds) if not silent:
+                    silent = True
+                    say(f"no word from its worker for {seconds:.0f} s: it may have stopped (if so, the queue finds out "
+                        f"within about {ABANDONED_AFTER + MAINTENANCE_EVERY} s of its last word)")
                 case Queued(place):
                     say(f"waiting in line for a worker: place {place}")
                 case Started():

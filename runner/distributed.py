@@ -47,7 +47,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from attention_core.configs import ModelConfig, TrainConfig
 from attention_core.errors import ConfigError, InputError
-from runner.protocol import Command, Ended, Failed, JobRequest, Queued, Report, Restarted
+from runner.protocol import Command, Ended, Failed, JobRequest, Queued, Report, Restarted, Unheard
 from runner.queue import turn_comes
 
 BROKER_ENV = "ATTENTION_PLAYGROUND_BROKER"
@@ -61,6 +61,9 @@ KEEP = 24 * 3600  # seconds a job's streams and RQ record stay after it ended (a
 MONITOR_EVERY = 5
 ABANDONED_AFTER = 30
 MAINTENANCE_EVERY = 10
+# A watcher that has had no report for this long while the job's heartbeat is as old says so (Unheard): its worker
+# may have died, and its page should not show it simply "running" until the queue finds out (ABANDONED_AFTER).
+UNHEARD_AFTER = 3 * MONITOR_EVERY
 POLL = 1.0  # seconds a watcher waits for a report before it looks at the job's place in the queue
 RETELL_EVERY = 5.0  # seconds between reports of an unchanged place (its wait estimate counts down)
 DURATIONS = "attention-playground:durations"  # the last trainings' durations (seconds), for the wait estimate
@@ -492,8 +495,9 @@ class BrokerChannel:
             return Failed("not finished — its worker stopped and no other worker could finish it (the queue starts a "
                           f"training again {RETRIES} time{'s' if RETRIES != 1 else ''}): start it again")
         if status is JobStatus.STARTED:
+            unheard = self._worker_silence(job)
             self._find_a_dead_worker()
-            return None
+            return unheard
         if status == JobStatus.FINISHED:  # its work horse returned; its last report should be there by now
             self._read(block_ms=int(POLL * 1000))
             if self._pending:
@@ -501,6 +505,15 @@ class BrokerChannel:
             return Failed("its worker ended without saying how (its last report was lost) — look for its run in the "
                           "runs list, or start it again")
         return None
+
+    def _worker_silence(self, job) -> Unheard | None:
+        """No report for ``UNHEARD_AFTER`` seconds and the job's heartbeat (renewed by its worker every
+        ``MONITOR_EVERY`` seconds, whatever its training does: a long validation pass, a pause) as old: its worker
+        may have died. Heard from, or too soon to tell: None."""
+        if time.monotonic() - self._heard < UNHEARD_AFTER or job.last_heartbeat is None:
+            return None
+        age = _redis_now(self.client) - job.last_heartbeat.timestamp()
+        return Unheard(age) if age >= UNHEARD_AFTER else None
 
     def _find_a_dead_worker(self) -> None:
         """Silent as long as a dead worker's job stays marked started: have the queue look for dead workers' jobs

@@ -69,6 +69,7 @@ from runner.protocol import (
     Started,
     Stepped,
     TrainingBackend,
+    Unheard,
 )
 from runner.queue import Ticket, TrainingQueue
 
@@ -243,6 +244,7 @@ class JobStatus:
     eta_seconds: float | None = None
     place: int | None = None  # while waiting: 1 = next to start
     wait_seconds: float | None = None  # while waiting: about how long until it starts (None: unknown)
+    unheard_seconds: float | None = None  # on a shared queue: how long its worker has been silent (it may have died)
 
     @property
     def epoch(self) -> int:
@@ -312,6 +314,7 @@ class TrainingJob:
     _stop_asked: bool = False
     _queued: tuple[int, float | None] | None = None  # its place in a shared queue and the wait said, while there
     restarts: int = 0  # times its worker died and the shared queue started it again (runner.distributed)
+    _unheard: tuple[float, float] | None = None  # its worker's silence as last said (seconds, when: time.monotonic())
     _ticket: Ticket | None = None  # its place in the server's queue, when submitted there
     _finished: threading.Event = field(default_factory=threading.Event)  # set once it has ended or was cancelled
     journal: JournalEntry | None = None  # its entry in runs_dir's journal until it ends (a page's job, see submit)
@@ -560,7 +563,10 @@ class TrainingJob:
             self._idle.set() if report.paused else self._idle.clear()
             return False
         with self._lock:
+            self._unheard = None
             match report:
+                case Unheard(seconds):  # its worker may have died (a shared queue's watcher says so)
+                    self._unheard = (seconds, time.monotonic())
                 case Queued(place, wait, workers):  # waiting in a shared queue (runner.distributed)
                     self._queued = (place, wait)
                     if self.state == "running":  # back in line: the queue found its worker dead
@@ -614,9 +620,12 @@ class TrainingJob:
                 place, wait = self._queued
             state, step, done, h = self._state(), self._step, self.done, self.history
             epochs = self.train_config.epochs
+            unheard = None
+            if self._unheard is not None and state in ("running", "paused", "starting"):
+                unheard = self._unheard[0] + time.monotonic() - self._unheard[1]
             return JobStatus(state, epochs, _fraction_done(step, epochs, state), step, len(h.epochs),
                              len(h.step_losses), self.message, self.run_path, done, None if done else self._eta(),
-                             place, wait)
+                             place, wait, unheard)
 
 
 class JobSequence:

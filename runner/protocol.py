@@ -98,6 +98,15 @@ class Restarted:
 
 
 @dataclass(frozen=True)
+class Unheard:
+    """A shared queue's watcher, of a training its worker runs: the worker has not renewed the job's heartbeat for
+    ``seconds`` (it renews it every few seconds while it lives, paused or not, whatever the training does). It may
+    have died: the queue finds out when the heartbeat lapses (:mod:`runner.distributed`). Any other report ends it."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Ended:
     """The last message of a training that ran: its run is saved (unless no epoch was completed)."""
 
@@ -114,7 +123,7 @@ class Failed:
     message: str
 
 
-Report = Queued | Restarted | Started | Stepped | EpochDone | ProbeRecorded | Idle | Ended | Failed
+Report = Queued | Restarted | Unheard | Started | Stepped | EpochDone | ProbeRecorded | Idle | Ended | Failed
 
 
 class JobChannel(Protocol):

@@ -8,7 +8,7 @@ from dataclasses import replace
 import streamlit as st
 
 from attention_core import ModelConfig, TrainConfig, preset
-from attention_core.configs import KEEP_BY, LR_SCHEDULES, MAX_SNAPSHOTS, OPTIMIZERS, SAMPLINGS
+from attention_core.configs import KEEP_BY, LR_SCHEDULES, MAX_PROBE_RECORDS, MAX_SNAPSHOTS, OPTIMIZERS, SAMPLINGS
 from attention_core.model import MAX_LOCAL_CONV, POOLING, POOLING_KEYS, POSITIONAL
 from attention_core.presets import DEFAULT, PRESETS
 from ui import state, view_link
@@ -162,14 +162,16 @@ def _run_fields(choice: str, model: ModelConfig, train: TrainConfig, k: Callable
                 data_name: str) -> None:
     """Every preset's last row: the probe sentence, the time budget, the time-lapse's moments, the run's name."""
     c1, c2, c3, c4 = st.columns([1.8, 1, 1, 2.2])  # (the run name: "default-" and the CSV's name)
-    c1.text_input("Probe sentence (attention recorded every epoch)", **k("probe", default_probe))
+    c1.text_input("Probe sentence (its attention recorded as it trains)", **k("probe", default_probe),
+                  help=f"Its attention is recorded before training and after every epoch — for a training of over "
+                  f"{MAX_PROBE_RECORDS} epochs after every n-th, {MAX_PROBE_RECORDS} times in all, and after the last.")
     c2.number_input("Time budget (s, 0 = none)", 0, 3600, **k("budget", int(train.time_budget or 0)))
     size = ("~3.5 MB for each layer that trains, for a fine-tuned encoder (only the weights that train are kept)"
             if model.base is not None else "~0.65 MB each for the Default model")
     c3.number_input("Time-lapse moments", 0, MAX_SNAPSHOTS, **k("snaps", train.snapshots),
                     help="How many moments of training keep their weights (epoch 0 to the last, plus the best "
                     f"epoch), so that Inspect's time-lapse can replay any sentence. {size}; 0 = none (the probe "
-                    "sentence is still recorded every epoch).")
+                    "sentence's attention is still recorded as it trains).")
     suggested = f"{choice.split()[0].lower()}-{data_name.rsplit('.', 1)[0]}"
     c4.text_input("Run name", **k(f"name_{data_name}", suggested))  # one per dataset: its suggestion follows
 

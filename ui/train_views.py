@@ -274,6 +274,36 @@ def in_line(snap: JobStatus) -> str:
     return f"{place}, about {wait}"
 
 
+def settings_said(job: TrainingJob) -> str:
+    """What the page's training runs with, from its own configs (not the form's, which after a reload, or once the
+    learner edits it, holds the next training's settings): e.g. "“custom-ben” trains on ben.csv: the small model
+    (2 layers × 4 heads, 64-d) · 5000 epochs · learning rate 0.001 · batch 32 · seed 0 · no time budget"."""
+    m, t = job.model_config, job.train_config
+    entry = getattr(job, "journal", None)
+    on = f" on {entry.dataset}" if entry is not None and entry.dataset else ""
+    if m.base is not None:
+        from attention_core.pretrained import base_title
+
+        model = f"fine-tuning {base_title(m.base)} ({layers_trained(m)} train, {t.max_tokens} word pieces)"
+    else:
+        model = f"the small model ({m.n_layers} layer{'s' if m.n_layers != 1 else ''} × {m.n_heads} heads, {m.d_model}-d)"
+    budget = f"time budget {t.time_budget:g} s" if t.time_budget else "no time budget"
+    return (f"“{job.name}” trains{on}: {model} · {t.epochs} epoch{'s' if t.epochs != 1 else ''} · learning rate "
+            f"{t.lr:g} · batch {t.batch_size} · seed {t.seed} · {budget}")
+
+
+def unheard_said(seconds: float, restarts: int) -> str:
+    """A training on a shared queue whose worker has gone silent (:class:`runner.protocol.Unheard`): what that may
+    mean, and what the queue does about it."""
+    from runner.distributed import ABANDONED_AFTER, MAINTENANCE_EVERY, RETRIES
+
+    then = ("starts the training again from the beginning on another worker" if restarts < RETRIES
+            else "ends it: it was started again once already")
+    return (f"No word from its worker for {seconds:.0f} s: its machine or process may have stopped. If so, the queue "
+            f"finds out within about {ABANDONED_AFTER + MAINTENANCE_EVERY} s of its last word and {then}. Until then "
+            "the progress below is as last reported.")
+
+
 def live_view(job: TrainingJob, every: float | None, *, waiting: bool = False) -> None:
     """The job's live progress and probe map (``every``: seconds between redraws, None once it has ended);
     its place in line while it waits in the server's queue (``waiting``: as the page was drawn)."""
@@ -292,6 +322,8 @@ def live_view(job: TrainingJob, every: float | None, *, waiting: bool = False) -
     name = snap.run_path.name if snap.run_path is not None else job.name  # (saved under a free name: "run-2")
     if job.restarts and not snap.done and snap.message:  # its worker died: why the curves began again at epoch 1
         st.info(f"{snap.message[0].upper()}{snap.message[1:]}.", icon=":material/restart_alt:")
+    if snap.unheard_seconds is not None and not snap.done:  # not simply "running" while its worker may be gone
+        st.warning(unheard_said(snap.unheard_seconds, job.restarts), icon=":material/cloud_off:")
     progress(snap, job.history, name)
     probe_heatmap(job.history, job.model_config, name)  # its chart is redrawn only when a new epoch's probe arrives
     if every is None:

@@ -179,7 +179,7 @@ def test_four_learners_two_replicas_two_workers_a_replica_and_a_worker_killed(tm
                 for name, page in pages.items():  # each reopens their link: the replica left
                     again = page.goto(links[name].replace("/?", "/Train?", 1))
                     assert again.headers["x-replica"] != doomed
-                left, deadline = set(names), time.monotonic() + 600
+                left, deadline, seen = set(names), time.monotonic() + 600, set()
                 while left:  # whoever trains stops (their run saved), which lets the next in line train
                     assert time.monotonic() < deadline, f"still not stopped: {sorted(left)}"
                     for name in sorted(left):
@@ -192,6 +192,11 @@ def test_four_learners_two_replicas_two_workers_a_replica_and_a_worker_killed(tm
                             continue
                         if name == lost:
                             if not main.get_by_text("started again from the beginning").count():
+                                silent = main.get_by_text("No word from its worker for")
+                                if silent.count() and "silent" not in seen:  # (its window is short: not asserted)
+                                    seen.add("silent")
+                                    silent.scroll_into_view_if_needed()
+                                    shot(page, f"replicas_{name}_no_word_from_its_worker")
                                 continue  # what it shows is from before its worker died: its page does not know yet
                             main.get_by_text("started again from the beginning").scroll_into_view_if_needed()
                             shot(page, f"replicas_{name}_started_again")

@@ -7,8 +7,10 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import threading
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -19,6 +21,7 @@ from attention_core.run_folders import list_runs, run_to_zip
 from attention_core.training import TrainerSpec
 from runner.jobs import TrainingJob
 from tests.helpers.apptest import ending_banners, fill_small_training, page_job, start_small_training
+from tests.helpers.broker import wait_for
 from tests.helpers.tiny_data import labels_without_meaning
 from ui.train_views import wilson_interval
 
@@ -233,6 +236,23 @@ def test_under_a_preset_every_advanced_setting_but_the_validation_share_shows_th
     assert not any(advanced_settings(at).values())
 
 
+def test_the_probe_sentences_label_says_when_its_attention_is_recorded_as_the_trainer_does():
+    """It said "recorded every epoch", while a training of 5,000 epochs records it every 50th (the live map then
+    stays "after epoch 0" for 50 epochs): the help says the rule the Trainer follows."""
+    from attention_core import Trainer as T
+    from attention_core.configs import MAX_PROBE_RECORDS
+
+    at = train_page()
+    probe = next(w for w in at.text_input if w.label.startswith("Probe sentence"))
+    assert "every epoch" not in probe.label
+    assert f"for a training of over {MAX_PROBE_RECORDS} epochs after every n-th" in probe.help
+    # the Trainer's own rule, for a 5,000-epoch training that runs on
+    trainer = SimpleNamespace(train_config=TrainConfig(epochs=5000), _stop=threading.Event(),
+                              history=SimpleNamespace(status="running"))
+    recorded = [e for e in range(1, 5001) if T._probes_due(trainer, e)]
+    assert len(recorded) == MAX_PROBE_RECORDS and recorded[:2] == [50, 100] and recorded[-1] == 5000
+
+
 # -- a training stopped midway, and the model picker after it ------------------------------------------
 
 
@@ -443,6 +463,48 @@ def test_a_training_started_again_after_its_worker_died_says_so_while_it_trains(
     job.join(60)
     tab.run()
     assert said[1:] not in " ".join(i.value for i in tab.info)  # ended: the results say how, not this
+
+
+def test_after_a_reload_the_page_says_what_its_training_runs_with_not_the_forms_defaults(runs_dir):
+    """A reload during a training shows that training, and the form its defaults (the next training's): the page
+    says what the training runs with, from its own settings, so the form is not read as its settings."""
+    first = learner("me")
+    start_small_training(first, 5000, "long")
+    job = page_job(first)
+    again = learner("me")  # the same learner's page reloaded: a new session
+    assert not again.exception and page_job(again) is job
+    said = [c.value for c in again.caption if "trains" in c.value]
+    assert len(said) == 1, said
+    assert said[0].startswith("“long” trains on small.csv: the small model (1 layer × ")
+    assert " · 5000 epochs · " in said[0] and "The form holds your next training's settings." in said[0]
+    assert again.number_input(key="train_default_p_epochs").value != 5000  # the form: the default preset's, not its
+    job.stop()
+    job.join(60)
+    again.run()
+    assert not [c.value for c in again.caption if "trains" in c.value and "next training" in c.value]  # ended
+
+
+def test_a_training_whose_worker_went_silent_says_so_instead_of_simply_running(runs_dir):
+    """On a shared queue a worker that died leaves its training "running" until the queue finds out (up to ~40 s):
+    once the watcher says it has not been heard from (the report it gives then, given to a local job here), the page
+    says so and what happens next; the next report from the training clears it."""
+    from runner.protocol import Stepped, Unheard
+
+    tab = train_page()
+    start_small_training(tab, 5000, "quiet")
+    job = page_job(tab)
+    wait_for(lambda: job.status().state == "running" and job.status().step is not None, 60, "the job to train")
+    job.pause()  # (its reports stop: none comes to clear what the test gives it)
+    assert job.wait_until_paused(60)
+    job._take(Unheard(17.0))
+    tab.run()
+    said = [w.value for w in tab.warning if w.value.startswith("No word from its worker for ")]
+    assert len(said) == 1 and "starts the training again from the beginning on another worker" in said[0]
+    job._take(Stepped(job.status().step, []))  # heard from again
+    tab.run()
+    assert not [w for w in tab.warning if w.value.startswith("No word from its worker")]
+    job.stop()
+    job.join(60)
 
 
 def test_pause_does_what_its_label_said_when_another_tab_paused_the_job_meanwhile(runs_dir):

@@ -87,6 +87,32 @@ def test_ctrl_c_while_the_command_waits_in_line_cancels_it_and_says_so_once(brok
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.e2e
+def test_the_command_says_once_when_its_worker_goes_silent_then_that_it_waits_in_line_again(broker, tmp_path):
+    """Its worker killed (as its machine dying would), the command says the silence once (not every second), then,
+    when the queue has found the worker dead, that the training waits in line; Ctrl-C there loses nothing saved."""
+    url = on(broker, 13)
+    worker = Worker(url, tmp_path).wait_ready()
+    proc = subprocess.Popen([sys.executable, "-m", "runner", "train", "data/small.csv", "--out", str(tmp_path / "r"),
+                             "--broker", url, "--preset", "seed", "--epochs", "100000", "--quiet"], cwd=ROOT,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen: list[str] = []
+        wait_for(lambda: seen.append(proc.stderr.readline()) or "training on a worker" in seen[-1], 120, "it to train")
+        worker.kill()
+        wait_for(lambda: seen.append(proc.stderr.readline()) or "waiting in line" in seen[-1], 120, "its place again")
+        proc.send_signal(signal.SIGINT)
+        said = proc.communicate(timeout=60)[1]
+    finally:
+        proc.kill()
+        worker.stop()
+    before = "".join(seen)
+    assert before.count("no word from its worker for ") == 1, before
+    assert before.index("no word from its worker") < before.index("waiting in line"), before
+    assert proc.returncode == EXIT_BAD_INPUT and "nothing was saved" in said, said
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.parametrize("url, said", [
     ("http://127.0.0.1:1/0", "is not a Redis URL"),
     (f"redis://127.0.0.1:{free_port()}/0", "cannot reach the broker"),
@@ -375,7 +401,13 @@ def test_with_every_other_worker_training_a_dead_workers_job_is_found_by_its_pag
     says so instead of showing it running), and its Stop then takes it out of the line, saying what was lost."""
     url = on(broker, 11)
     with _one_dead_one_busy(url, tmp_path) as (doomed, busy):
+        # before the queue can tell (its heartbeat not yet lapsed), the page hears that its worker has gone silent
+        wait_for(lambda: doomed.status().unheard_seconds is not None, 60, "its worker's silence to be said", every=0.2)
+        silent = doomed.status()
+        assert silent.state == "running" and distributed.UNHEARD_AFTER <= silent.unheard_seconds < 60
+        assert busy.status().unheard_seconds is None  # the live worker is heard from
         wait_for(lambda: doomed.status().state == "waiting", 120, "its page to find its worker dead", every=0.2)
+        assert doomed.status().unheard_seconds is None  # back in line: that is what is said now
         assert doomed.message.startswith("its worker stopped") and busy.status().state == "running"
         doomed.stop()
         doomed.join(60)
