@@ -292,18 +292,6 @@ def settings_said(job: TrainingJob) -> str:
             f"{t.lr:g} · batch {t.batch_size} · seed {t.seed} · {budget}")
 
 
-def unheard_said(seconds: float, restarts: int) -> str:
-    """A training on a shared queue whose worker has gone silent (:class:`runner.protocol.Unheard`): what that may
-    mean, and what the queue does about it."""
-    from runner.distributed import ABANDONED_AFTER, MAINTENANCE_EVERY, RETRIES
-
-    then = ("starts the training again from the beginning on another worker" if restarts < RETRIES
-            else "ends it: it was started again once already")
-    return (f"No word from its worker for {seconds:.0f} s: its machine or process may have stopped. If so, the queue "
-            f"finds out within about {ABANDONED_AFTER + MAINTENANCE_EVERY} s of its last word and {then}. Until then "
-            "the progress below is as last reported.")
-
-
 def live_view(job: TrainingJob, every: float | None, *, waiting: bool = False) -> None:
     """The job's live progress and probe map (``every``: seconds between redraws, None once it has ended);
     its place in line while it waits in the server's queue (``waiting``: as the page was drawn)."""
@@ -323,7 +311,7 @@ def live_view(job: TrainingJob, every: float | None, *, waiting: bool = False) -
     if job.restarts and not snap.done and snap.message:  # its worker died: why the curves began again at epoch 1
         st.info(f"{snap.message[0].upper()}{snap.message[1:]}.", icon=":material/restart_alt:")
     if snap.unheard_seconds is not None and not snap.done:  # not simply "running" while its worker may be gone
-        st.warning(unheard_said(snap.unheard_seconds, job.restarts), icon=":material/cloud_off:")
+        st.warning(training_page.unheard_said(snap.unheard_seconds, job.restarts), icon=":material/cloud_off:")
     progress(snap, job.history, name)
     probe_heatmap(job.history, job.model_config, name)  # its chart is redrawn only when a new epoch's probe arrives
     if every is None:

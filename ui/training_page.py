@@ -184,6 +184,17 @@ SCRATCH_KEPT = 24 * 3600  # seconds a session-only folder there is kept
 SCRATCH_MARK = ".session-only"  # in each folder scratch_folder made: only folders holding it are ever removed
 
 
+def unheard_said(seconds: float, restarts: int) -> str:
+    """A training on a shared queue whose worker has gone silent (:class:`runner.protocol.Unheard`): what that may
+    mean, and what the queue does about it."""
+    then = ("starts the training again from the beginning on another worker" if restarts < distributed.RETRIES
+            else "ends it: it was started again once already")
+    within = distributed.ABANDONED_AFTER + distributed.MAINTENANCE_EVERY
+    return (f"No word from its worker for {seconds:.0f} s: its machine or process may have stopped. If so, the queue "
+            f"finds out within about {within} s of its last word and {then}. Until then the progress below is as last "
+            "reported.")
+
+
 def scratch_folder(prefix: str) -> Path:
     """A new folder for runs kept for this session only (the Seed experiment's). With a shared queue its workers,
     on other machines, save there: it is then on the storage they share, hidden in the visitor's runs folder (the
