@@ -91,3 +91,29 @@ def test_another_page_s_charts_save_an_svg_too(server):
         if SHOTS:  # the file a teacher puts on a slide, to look at
             Path(SHOTS).mkdir(parents=True, exist_ok=True)
             (Path(SHOTS) / png.value.suggested_filename).write_bytes(data)
+
+
+def test_a_live_chart_s_download_names_follow_it_without_the_chart_being_built_anew(server):
+    """The knock-out grid's downloads say which heads are off; passed to plotly.js as a changed config, those names
+    made it build the whole grid anew on every knock-out (issue 16's redraw went from ~316 to ~527 ms side by side):
+    the names now follow the chart and the chart is updated in place."""
+    with browser_page() as page:
+        page.goto(f"{server}/Faithfulness")
+        main = page.get_by_test_id("stMain")
+        main.get_by_role("tab", name="Head knock-out").click()
+        main.get_by_text("No head off").wait_for()
+        page.wait_for_function("() => [...document.querySelectorAll('.live-plotly-chart')].some(c => c.__drawn)")
+        page.evaluate("""() => {  // the grid: the live chart with the most subplot titles; its drawing, marked
+            const grid = [...document.querySelectorAll('[data-testid=stMain] .live-plotly-chart')]
+              .sort((a, b) => b.querySelectorAll('.annotation-text').length - a.querySelectorAll('.annotation-text').length)[0];
+            grid.setAttribute('data-test-grid', '1');
+            grid.querySelector('.main-svg').__before = true; }""")
+        box = main.get_by_role("combobox", name="Heads to switch off (layer.head)")
+        box.click()
+        page.get_by_role("option", name="1.1", exact=True).click()
+        page.wait_for_function("() => [...document.querySelectorAll('[data-test-grid] .annotation-text')]"
+                               ".some(t => t.textContent.includes('OFF'))")
+        assert page.evaluate("() => document.querySelector('[data-test-grid] .main-svg').__before === true")
+        name, svg = _download_svg(page, page.locator("[data-test-grid]"))
+        assert "1-1-off" in name and name.endswith(".svg"), name  # named after what it shows now
+        assert "1.1 off" in " ".join(re.sub(r"<[^>]+>", " ", svg).split())  # and titled so

@@ -191,6 +191,8 @@ def picker_options(page, combobox=None, timeout: float = 30.0) -> list[str]:
         except PlaywrightTimeout:
             if time.monotonic() > deadline:
                 raise
+    if not page.get_by_text("No options to select").count():  # a listbox: its options may come a moment after it
+        page.get_by_role("option").first.wait_for(timeout=10_000)  # (seen once: [] read from an opened listbox)
     options = [o.strip() for o in page.get_by_role("option").all_inner_texts()]
     page.keyboard.press("Escape")
     listbox.first.wait_for(state="detached")
