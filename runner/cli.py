@@ -62,7 +62,7 @@ def train_on_broker(args: argparse.Namespace, out: Path) -> dict:
 
     from attention_core.runs import load_run
     from attention_core.training import TrainerSpec
-    from runner.distributed import ABANDONED_AFTER, MAINTENANCE_EVERY, BrokerBackend, client_for
+    from runner.distributed import FOUND_DEAD_WITHIN, BrokerBackend, client_for
     from runner.jobs import ORPHAN_AFTER
     from runner.protocol import Command, Ended, EpochDone, Failed, JobRequest, Queued, Restarted, Started, Unheard
 
@@ -111,7 +111,7 @@ def train_on_broker(args: argparse.Namespace, out: Path) -> dict:
                 case Unheard(seconds) if not silent:
                     silent = True
                     say(f"no word from its worker for {seconds:.0f} s: it may have stopped (if so, the queue finds out "
-                        f"within about {ABANDONED_AFTER + MAINTENANCE_EVERY} s of its last word)")
+                        f"within about {FOUND_DEAD_WITHIN} s of its last word)")
                 case Queued(place):
                     say(f"waiting in line for a worker: place {place}")
                 case Started():

@@ -64,6 +64,7 @@ MAINTENANCE_EVERY = 10
 # A watcher that has had no report for this long while the job's heartbeat is as old says so (Unheard): its worker
 # may have died, and its page should not show it simply "running" until the queue finds out (ABANDONED_AFTER).
 UNHEARD_AFTER = 3 * MONITOR_EVERY
+FOUND_DEAD_WITHIN = ABANDONED_AFTER + MAINTENANCE_EVERY  # seconds after a dead worker's last word, at most (as said)
 POLL = 1.0  # seconds a watcher waits for a report before it looks at the job's place in the queue
 RETELL_EVERY = 5.0  # seconds between reports of an unchanged place (its wait estimate counts down)
 DURATIONS = "attention-playground:durations"  # the last trainings' durations (seconds), for the wait estimate

@@ -279,8 +279,7 @@ def settings_said(job: TrainingJob) -> str:
     learner edits it, holds the next training's settings): e.g. "“custom-ben” trains on ben.csv: the small model
     (2 layers × 4 heads, 64-d) · 5000 epochs · learning rate 0.001 · batch 32 · seed 0 · no time budget"."""
     m, t = job.model_config, job.train_config
-    entry = getattr(job, "journal", None)
-    on = f" on {entry.dataset}" if entry is not None and entry.dataset else ""
+    on = f" on {job.journal.dataset}" if job.journal is not None and job.journal.dataset else ""
     if m.base is not None:
         from attention_core.pretrained import base_title
 

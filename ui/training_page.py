@@ -189,10 +189,9 @@ def unheard_said(seconds: float, restarts: int) -> str:
     mean, and what the queue does about it."""
     then = ("starts the training again from the beginning on another worker" if restarts < distributed.RETRIES
             else "ends it: it was started again once already")
-    within = distributed.ABANDONED_AFTER + distributed.MAINTENANCE_EVERY
     return (f"No word from its worker for {seconds:.0f} s: its machine or process may have stopped. If so, the queue "
-            f"finds out within about {within} s of its last word and {then}. Until then the progress below is as last "
-            "reported.")
+            f"finds out within about {distributed.FOUND_DEAD_WITHIN} s of its last word and {then}. Until then the "
+            "progress below is as last reported.")
 
 
 def scratch_folder(prefix: str) -> Path:
